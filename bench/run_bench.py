@@ -1,0 +1,798 @@
+#!/usr/bin/env python3
+"""Benchmark of the real kube-proxy-nft daemon, each run in a private network namespace.
+
+Measures (see bench/README.md):
+  1. cold sync at 1k x 10, 10k x 10 and 44k x 1 (render/diff/commit from the daemon's own
+     `sync done` line, wall clock from process start, RSS after settling and peak);
+  2. change latency at 10k x 10: endpoint added / removed / swapped, service added / removed;
+  3. upstream kube-proxy's nftables layout for the same 1k x 10 state loaded with `nft -f`;
+  4. targets (PASS/MISS).
+Prints a table and writes build/bench-results.json. Needs root (ip netns). Cleans up the network
+namespaces and daemons it started, also on Ctrl-C.
+
+Usage: python3 bench/run_bench.py [--quick] [--binary build/kube-proxy-nft] [--changes 24]
+"""
+import argparse
+import collections
+import ctypes
+import datetime
+import json
+import math
+import os
+import platform
+import queue
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, HERE)
+import gen_state  # noqa: E402
+import gen_upstream  # noqa: E402
+
+SYNC_RE = re.compile(r"sync done full=(\d+) ops=(\d+) render_ms=([0-9.]+) diff_ms=([0-9.]+) "
+                     r"commit_ms=([0-9.]+)")
+MiB = 1024.0 * 1024.0
+
+# ---------------------------------------------------------------------------------------------
+# Resources we own: network namespaces and daemon processes. Cleaned in finally blocks and at exit.
+# ---------------------------------------------------------------------------------------------
+_OWNED_NETNS = set()
+_OWNED_PROCS = {}  # pid -> Popen
+_NS_SEQ = [0]
+
+
+def sh(*args, check=True, **kw):
+    return subprocess.run(list(args), check=check, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, **kw)
+
+
+def netns_create():
+    _NS_SEQ[0] += 1
+    name = "kpnbench-%d-%d" % (os.getpid(), _NS_SEQ[0])
+    sh("ip", "netns", "add", name)
+    _OWNED_NETNS.add(name)
+    sh("ip", "-n", name, "link", "set", "lo", "up")
+    # A node address, matching the Node object of the generated state (no dummy driver here:
+    # a veth pair with both ends inside the namespace).
+    sh("ip", "-n", name, "link", "add", "bench0", "type", "veth", "peer", "name", "bench1")
+    sh("ip", "-n", name, "addr", "add", gen_state.NODE_IP + "/24", "dev", "bench0")
+    sh("ip", "-n", name, "link", "set", "bench0", "up")
+    sh("ip", "-n", name, "link", "set", "bench1", "up")
+    return name
+
+
+def netns_delete(name):
+    if name in _OWNED_NETNS:
+        sh("ip", "netns", "del", name, check=False)
+        _OWNED_NETNS.discard(name)
+
+
+def kill_proc(p, grace=5.0):
+    """Stops one process we started, by its PID: SIGTERM, then SIGKILL after `grace` s."""
+    if p.poll() is None:
+        try:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        except ProcessLookupError:
+            pass
+    _OWNED_PROCS.pop(p.pid, None)
+
+
+def cleanup_all():
+    for p in list(_OWNED_PROCS.values()):
+        kill_proc(p, grace=2.0)
+    for ns in list(_OWNED_NETNS):
+        netns_delete(ns)
+
+
+def _on_signal(signum, frame):
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def _child_setup():
+    # If this driver dies without cleaning up, the kernel kills the daemon too.
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.setsid()  # Ctrl-C on the terminal reaches only the driver, which then stops the daemon
+
+
+# ---------------------------------------------------------------------------------------------
+# The daemon under test
+# ---------------------------------------------------------------------------------------------
+class DaemonDied(Exception):
+    pass
+
+
+class SyncTimeout(Exception):
+    pass
+
+
+class Daemon:
+    def __init__(self, binary, manifests, netns, log_path, extra_args=()):
+        self.binary, self.manifests, self.netns, self.log_path = binary, manifests, netns, log_path
+        self.args = ["ip", "netns", "exec", netns, binary, "--manifests=" + manifests,
+                     "--hostname-override=" + gen_state.NODE_NAME, "--cluster-cidr=10.244.0.0/16",
+                     "--min-sync-period=0s", "--v=2", "--logtostderr"] + list(extra_args)
+        self.events = queue.Queue()
+        self.tail = collections.deque(maxlen=40)
+        self.proc = None
+        self.t_start = None
+        self.rusage = None
+
+    def start(self):
+        self.log = open(self.log_path, "w")
+        self.t_start = time.monotonic()
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, preexec_fn=_child_setup)
+        _OWNED_PROCS[self.proc.pid] = self.proc
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        return self
+
+    def _read(self):
+        for raw in self.proc.stdout:
+            t = time.monotonic()
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.log.write(line + "\n")
+            self.tail.append(line)
+            m = SYNC_RE.search(line)
+            if m:
+                self.events.put({"t": t, "full": int(m.group(1)), "ops": int(m.group(2)),
+                                 "render_ms": float(m.group(3)), "diff_ms": float(m.group(4)),
+                                 "commit_ms": float(m.group(5))})
+        self.events.put({"t": time.monotonic(), "eof": True})
+
+    def pid_is_daemon(self):
+        try:
+            return os.path.realpath("/proc/%d/exe" % self.proc.pid) == os.path.realpath(self.binary)
+        except OSError:
+            return False
+
+    def next_sync(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SyncTimeout("no `sync done` line within %.0f s" % timeout)
+            try:
+                ev = self.events.get(timeout=left)
+            except queue.Empty:
+                continue
+            if ev.get("eof"):
+                self.proc.wait()
+                raise DaemonDied("daemon exited with status %s before `sync done`"
+                                 % self.proc.returncode)
+            return ev
+
+    def drain(self):
+        n = []
+        while True:
+            try:
+                ev = self.events.get_nowait()
+            except queue.Empty:
+                return n
+            if ev.get("eof"):
+                self.events.put(ev)
+                return n
+            n.append(ev)
+
+    def status_kib(self, key):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        return None
+
+    def cpu_s(self):
+        with open("/proc/%d/stat" % self.proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        hz = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / hz, int(fields[12]) / hz  # utime, stime
+
+    def stop(self):
+        if self.proc is not None:
+            kill_proc(self.proc)
+            self.reader.join(timeout=5)
+            self.log.close()
+
+    def tail_text(self, n=15):
+        return "\n".join("    | " + l for l in list(self.tail)[-n:])
+
+
+def sync_total(ev):
+    return ev["render_ms"] + ev["diff_ms"] + ev["commit_ms"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics and printing
+# ---------------------------------------------------------------------------------------------
+def pct(xs, p):
+    """Nearest-rank percentile."""
+    s = sorted(xs)
+    if not s:
+        return None
+    k = max(0, min(len(s) - 1, int(math.ceil(p / 100.0 * len(s))) - 1))
+    return s[k]
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, nd=1):
+    if x is None:
+        return "-"
+    if isinstance(x, str):
+        return x
+    return ("%." + str(nd) + "f") % x
+
+
+def table(headers, rows, aligns=None):
+    cols = list(zip(*([headers] + rows))) if rows else [[h] for h in headers]
+    widths = [max(len(str(c)) for c in col) for col in cols]
+    aligns = aligns or ["<"] + [">"] * (len(headers) - 1)
+    def line(r):
+        return "  ".join(("{:%s%d}" % (a, w)).format(str(c)) for c, w, a in zip(r, widths, aligns)).rstrip()
+    out = [line(headers), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def machine_info():
+    info = {"nproc": os.cpu_count(), "kernel": platform.release()}
+    try:
+        info["nft"] = sh("nft", "--version").stdout.strip()
+    except Exception as e:  # noqa: BLE001
+        info["nft"] = "unknown (%s)" % e
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            info["mem_total_mib"] = int(f.readline().split()[1]) // 1024
+        info["loadavg_at_start"] = open("/proc/loadavg").read().split()[:3]
+    except OSError:
+        pass
+    return info
+
+
+# ---------------------------------------------------------------------------------------------
+# Phases
+# ---------------------------------------------------------------------------------------------
+class Bench:
+    def __init__(self, args):
+        self.a = args
+        self.tmp = tempfile.mkdtemp(prefix="kpnbench-")
+        self.logdir = os.path.join(ROOT, "build", "bench-logs")
+        os.makedirs(self.logdir, exist_ok=True)
+        for f in os.listdir(self.logdir):  # logs of the previous run
+            if f.endswith(".log"):
+                os.unlink(os.path.join(self.logdir, f))
+        self.results = {"cold": {}, "changes": {}, "upstream": {}, "targets": [], "errors": []}
+        self.run_seq = 0
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def error(self, where, e, daemon=None):
+        msg = "%s: %s: %s" % (where, type(e).__name__, e)
+        self.results["errors"].append(msg)
+        say("  ERROR " + msg)
+        if daemon is not None and daemon.tail:
+            say("  last daemon output (%s):" % daemon.log_path)
+            say(daemon.tail_text())
+
+    def gen(self, label, n, e, probes):
+        d = os.path.join(self.tmp, label)
+        t = time.monotonic()
+        st = gen_state.State(n, e, probes)
+        files = st.write(d)
+        say("  generated %-8s %6d services x %2d endpoints: %3d files, %6.1f MB in %.1f s"
+            % (label, n, e, files, st.dir_bytes(d) / 1e6, time.monotonic() - t))
+        return st, d
+
+    def start_daemon(self, manifests, tag):
+        self.run_seq += 1
+        ns = netns_create()
+        log = os.path.join(self.logdir, "%02d-%s.log" % (self.run_seq, tag))
+        d = Daemon(self.a.binary, manifests, ns, log).start()
+        return d, ns
+
+    def cold_run(self, label, manifests, keep=False):
+        """One cold start. Returns (result dict, daemon, netns) when keep, else result dict."""
+        d, ns = self.start_daemon(manifests, "cold-" + label)
+        try:
+            ev = d.next_sync(self.a.cold_timeout)
+            wall = (ev["t"] - d.t_start) * 1000.0
+            cpu_at_sync = d.cpu_s() if d.proc.poll() is None else (None, None)
+            r = {"full": ev["full"], "ops": ev["ops"], "render_ms": ev["render_ms"],
+                 "diff_ms": ev["diff_ms"], "commit_ms": ev["commit_ms"], "sync_ms": sync_total(ev),
+                 "wall_ms": wall, "read_ms": wall - sync_total(ev),
+                 "cpu_user_s": cpu_at_sync[0], "cpu_sys_s": cpu_at_sync[1]}
+            if not d.pid_is_daemon():
+                r["note"] = "pid %d is not the binary; RSS may be wrong" % d.proc.pid
+            time.sleep(self.a.settle)
+            if d.proc.poll() is not None:
+                raise DaemonDied("daemon exited with status %s after its first sync"
+                                 % d.proc.returncode)
+            r["rss_mib"] = d.status_kib("VmRSS") / 1024.0
+            r["hwm_mib"] = d.status_kib("VmHWM") / 1024.0
+            extra = d.drain()
+            r["syncs_during_settle"] = len(extra)
+            r["log"] = os.path.relpath(d.log_path, ROOT)
+        except BaseException as e:
+            d.stop()
+            netns_delete(ns)
+            if isinstance(e, (DaemonDied, SyncTimeout)):
+                self.error("cold %s" % label, e, d)
+                return (None, None, None) if keep else None
+            raise
+        if keep:
+            return r, d, ns
+        d.stop()
+        netns_delete(ns)
+        return r
+
+    def cold_phase(self, label, n, e, runs, state_dir, upstream_file=None):
+        key = label
+        res = {"services": n, "endpoints_per_service": e, "runs": []}
+        self.results["cold"][key] = res
+        up = None
+        if upstream_file:
+            up = {"services": n, "endpoints_per_service": e, "file": None, "runs": []}
+            self.results["upstream"][key] = up
+        for i in range(runs):
+            r = None
+            if not res.get("failed"):
+                r = self.cold_run(label, state_dir)
+                if r is None:
+                    res["failed"] = True  # don't spend another timeout on this size
+            if r:
+                res["runs"].append(r)
+                say("  cold %-8s run %d: sync %8.1f ms (render %.1f, diff %.1f, commit %.1f), wall %8.1f ms, "
+                    "ops %d, RSS %.1f MiB" % (label, i + 1, r["sync_ms"], r["render_ms"], r["diff_ms"],
+                                              r["commit_ms"], r["wall_ms"], r["ops"], r["rss_mib"]))
+            if upstream_file:
+                try:
+                    u = self.nft_load(upstream_file)
+                    up["runs"].append(u)
+                    say("  upstream %-4s run %d: nft -f %8.1f ms (user %.2f s, sys %.2f s, peak RSS %.1f MiB)"
+                        % (label, i + 1, u["wall_ms"], u["user_s"], u["sys_s"], u["maxrss_mib"]))
+                except (RuntimeError, subprocess.TimeoutExpired) as ex:
+                    self.error("upstream %s" % label, ex)
+        summarize_cold(res)
+        if up:
+            if up["runs"]:
+                up["median_wall_ms"] = med([u["wall_ms"] for u in up["runs"]])
+        return res
+
+    def nft_load(self, path):
+        ns = netns_create()
+        try:
+            t = time.monotonic()
+            p = subprocess.Popen(["ip", "netns", "exec", ns, "nft", "-f", path],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, preexec_fn=_child_setup)
+            _OWNED_PROCS[p.pid] = p
+            # wait4 gives this child's own rusage (user/sys/maxrss).
+            err_chunks = []
+            reader = threading.Thread(target=lambda: err_chunks.append(p.stderr.read()), daemon=True)
+            reader.start()
+            deadline = time.monotonic() + self.a.cold_timeout
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    kill_proc(p)
+                    raise RuntimeError("nft -f timed out")
+                time.sleep(0.002)
+            wall = (time.monotonic() - t) * 1000.0
+            p.returncode = os.waitstatus_to_exitcode(status)
+            _OWNED_PROCS.pop(p.pid, None)
+            reader.join(timeout=5)
+            if p.returncode != 0:
+                raise RuntimeError("nft -f failed (%d): %s"
+                                   % (p.returncode, (b"".join(err_chunks)).decode()[-500:]))
+            return {"wall_ms": wall, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+                    "maxrss_mib": ru.ru_maxrss / 1024.0}
+        finally:
+            netns_delete(ns)
+
+    # -- change latency ------------------------------------------------------------------------
+    def change_phase(self, label, st, state_dir):
+        """Cold start (counted as a cold sample of `label`), then the change series."""
+        if self.results["cold"].get(label, {}).get("failed"):
+            say("  skipping the change series: the cold sync at %s failed" % label)
+            return
+        r, d, ns = self.cold_run(label, state_dir, keep=True)
+        if r is None:
+            return
+        self.results["cold"][label]["runs"].append(r)
+        summarize_cold(self.results["cold"][label])
+        say("  cold %-8s run %d: sync %8.1f ms (render %.1f, diff %.1f, commit %.1f), wall %8.1f ms, "
+            "ops %d, RSS %.1f MiB  (daemon kept for changes)"
+            % (label, len(self.results["cold"][label]["runs"]), r["sync_ms"], r["render_ms"],
+               r["diff_ms"], r["commit_ms"], r["wall_ms"], r["ops"], r["rss_mib"]))
+        kinds = ["ep_add", "ep_remove", "ep_swap", "svc_add", "svc_remove"]
+        ch = {"state": label, "rounds": self.a.changes, "kinds": {k: {"samples": []} for k in kinds},
+              "noop_syncs": 0, "extra_syncs": 0, "timeouts": 0, "log": os.path.relpath(d.log_path, ROOT)}
+        self.results["changes"] = ch
+        rng = random.Random(42)
+        probes = st.probe_names
+        P = len(probes)
+        removed_ips, self.dropped_eps = [], []
+        try:
+            for i in range(self.a.changes):
+                # endpoint added, then one (random) endpoint removed: the probe is back to E endpoints
+                name = probes[i % P]
+                s = st.services[name]
+                s["eps"].append(st.ep_ips.take())
+                self._change(d, ch, "ep_add", lambda: self._rewrite(st, state_dir, name))
+                self.dropped_eps.append(s["eps"].pop(rng.randrange(len(s["eps"]))))
+                self._change(d, ch, "ep_remove", lambda: self._rewrite(st, state_dir, name))
+                # one endpoint swapped for a fresh IP, same count
+                name2 = probes[(i + P // 2) % P]
+                s2 = st.services[name2]
+                k = rng.randrange(len(s2["eps"]))
+                self.dropped_eps.append(s2["eps"][k])
+                s2["eps"][k] = st.ep_ips.take()
+                self._change(d, ch, "ep_swap", lambda: self._rewrite(st, state_dir, name2))
+                # a new service in a new file, then that file deleted
+                new = st.new_service("extra-%03d" % i, st.e)
+                self._change(d, ch, "svc_add", lambda: self._rewrite(st, state_dir, new))
+                path = os.path.join(state_dir, st.file_for(new))
+                self._change(d, ch, "svc_remove", lambda: os.unlink(path), prepare=None)
+                removed_ips.append(st.services[new]["ip"])
+                del st.services[new]
+            ch["verify"] = self.verify(ns, st, removed_ips)
+            say("  verify after the series: %s" % ch["verify"]["summary"])
+            if d.proc.poll() is None:
+                ch["rss_after_changes_mib"] = d.status_kib("VmRSS") / 1024.0
+                ch["hwm_after_changes_mib"] = d.status_kib("VmHWM") / 1024.0
+        except (DaemonDied, SyncTimeout) as e:
+            self.error("changes", e, d)
+        finally:
+            d.stop()
+            netns_delete(ns)
+        for k in kinds:
+            summarize_changes(ch["kinds"][k])
+
+    def verify(self, ns, st, removed_svc_ips):
+        """The changes really reached the kernel: every probe's current endpoints and ClusterIP are in
+        the ruleset; removed endpoints and removed services' ClusterIPs are not."""
+        try:
+            out = sh("ip", "netns", "exec", ns, "nft", "list", "ruleset").stdout
+        except subprocess.CalledProcessError as e:
+            return {"ok": False, "summary": "FAILED: nft list ruleset: %s" % e.stderr.strip()[-200:]}
+        present = set(re.findall(r"(?<![0-9.])(\d+\.\d+\.\d+\.\d+)(?![0-9])", out))
+        want = set()
+        for name in st.probe_names:
+            want.add(st.services[name]["ip"])
+            want.update(st.services[name]["eps"])
+        gone = set(removed_svc_ips) | (set(self.dropped_eps) - want)
+        missing = sorted(want - present)
+        stale = sorted(gone & present)
+        ok = not missing and not stale
+        return {"ok": ok, "missing": missing[:20], "stale": stale[:20],
+                "summary": "OK (%d expected addresses present, %d removed ones absent)" % (len(want), len(gone))
+                if ok else "FAILED: %d missing %s, %d stale %s" % (len(missing), missing[:5], len(stale), stale[:5])}
+
+    def _rewrite(self, st, state_dir, name):
+        """Prepares the new content under a hidden temp name; returns the action that publishes it."""
+        path = os.path.join(state_dir, st.file_for(name))
+        tmp = os.path.join(state_dir, ".tmp-" + st.file_for(name))
+        st.services[name]["gen"] += 1
+        with open(tmp, "w") as f:
+            json.dump(gen_state.as_list(st.objects_for(name)), f, separators=(",", ":"))
+        return lambda: os.rename(tmp, path)
+
+    def _change(self, d, ch, kind, make, prepare=True):
+        # Prepare (write the temp file), let any reaction to the hidden file pass, then publish.
+        action = make() if prepare else make
+        time.sleep(self.a.gap)
+        stray = d.drain()
+        ch["extra_syncs"] += len(stray)
+        t0 = time.monotonic()
+        action()
+        noop = None
+        deadline = t0 + self.a.change_timeout
+        while True:
+            try:
+                ev = d.next_sync(max(0.001, deadline - time.monotonic()))
+            except SyncTimeout:
+                if noop is not None:
+                    ev = noop
+                    ev["noop"] = True
+                    break
+                ch["timeouts"] += 1
+                if ch["timeouts"] > 5:
+                    raise
+                say("  WARN %s: no sync within %.0f s" % (kind, self.a.change_timeout))
+                return
+            if ev["ops"] > 0:
+                break
+            ch["noop_syncs"] += 1
+            noop = ev
+        ch["kinds"][kind]["samples"].append({
+            "sync_ms": sync_total(ev), "render_ms": ev["render_ms"], "diff_ms": ev["diff_ms"],
+            "commit_ms": ev["commit_ms"], "ops": ev["ops"], "full": ev["full"],
+            "wall_ms": (ev["t"] - t0) * 1000.0, **({"noop": True} if ev.get("noop") else {})})
+
+
+def summarize_cold(res):
+    runs = res["runs"]
+    if not runs:
+        return
+    res["median"] = {k: med([r[k] for r in runs if r.get(k) is not None])
+                     for k in ["render_ms", "diff_ms", "commit_ms", "sync_ms", "wall_ms", "read_ms",
+                               "ops", "rss_mib", "hwm_mib"]}
+
+
+def summarize_changes(k):
+    s = k["samples"]
+    if not s:
+        return
+    for f in ["sync_ms", "commit_ms", "wall_ms", "render_ms", "diff_ms", "ops"]:
+        xs = [x[f] for x in s]
+        k[f] = {"median": med(xs), "p99": pct(xs, 99), "max": max(xs), "min": min(xs)}
+    k["n"] = len(s)
+    k["commit_share"] = sum(x["commit_ms"] for x in s) / max(1e-9, sum(x["sync_ms"] for x in s))
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------
+def report(b, labels):
+    R = b.results
+    say("")
+    say("== Cold sync: first `sync done` after daemon start (ms; fresh netns per run) ==")
+    say("   sync = render+diff+commit as the daemon logs it; wall = process start -> that line;")
+    say("   read = wall - sync (startup + reading/decoding the manifests); RSS ~%.0f s after the sync"
+        % b.a.settle)
+    rows = []
+    for label in labels:
+        res = R["cold"].get(label)
+        if not res:
+            continue
+        if not res["runs"]:
+            rows.append([label, "ERROR"] + [""] * 10)
+            continue
+        for i, r in enumerate(res["runs"]):
+            rows.append([label, str(i + 1), fmt(r["render_ms"]), fmt(r["diff_ms"]), fmt(r["commit_ms"]),
+                         fmt(r["sync_ms"]), fmt(r["wall_ms"]), fmt(r["read_ms"]), str(r["ops"]),
+                         fmt(r["rss_mib"]), fmt(r["hwm_mib"])])
+        if len(res["runs"]) > 1:
+            m = res["median"]
+            rows.append([label, "med", fmt(m["render_ms"]), fmt(m["diff_ms"]), fmt(m["commit_ms"]),
+                         fmt(m["sync_ms"]), fmt(m["wall_ms"]), fmt(m["read_ms"]), "%d" % m["ops"],
+                         fmt(m["rss_mib"]), fmt(m["hwm_mib"])])
+    say(table(["state", "run", "render", "diff", "commit", "sync", "wall", "read", "ops",
+               "RSS MiB", "peak MiB"], rows, ["<", "<"] + [">"] * 9))
+
+    ch = R.get("changes") or {}
+    if ch.get("kinds"):
+        say("")
+        say("== Change latency at %s (daemon --min-sync-period=0s; ms per sync) ==" % ch["state"])
+        say("   sync = render+diff+commit; commit% = commit's share of the summed sync time;")
+        say("   wall = rename/unlink of the file -> `sync done` line (includes inotify + reading the file);")
+        say("   p99 is nearest-rank: with fewer than 100 samples it is the maximum")
+        rows = []
+        names = {"ep_add": "endpoint added", "ep_remove": "endpoint removed",
+                 "ep_swap": "endpoint swapped", "svc_add": "service added",
+                 "svc_remove": "service removed"}
+        for kind, k in ch["kinds"].items():
+            if not k.get("n"):
+                rows.append([names[kind], "0"] + ["-"] * 9)
+                continue
+            rows.append([names[kind], str(k["n"]), fmt(k["sync_ms"]["median"]), fmt(k["sync_ms"]["p99"]),
+                         fmt(k["commit_ms"]["median"]), fmt(k["commit_ms"]["p99"]),
+                         "%.0f%%" % (100 * k["commit_share"]), fmt(k["render_ms"]["median"], 2),
+                         fmt(k["diff_ms"]["median"], 2), "%g" % k["ops"]["median"],
+                         fmt(k["wall_ms"]["median"]), fmt(k["wall_ms"]["p99"])])
+        say(table(["change", "n", "sync med", "sync p99", "commit med", "commit p99", "commit%",
+                   "render med", "diff med", "ops med", "wall med", "wall p99"], rows))
+        notes = []
+        if ch.get("noop_syncs"):
+            notes.append("%d no-op syncs (ops=0) skipped" % ch["noop_syncs"])
+        if ch.get("extra_syncs"):
+            notes.append("%d syncs not caused by a measured change" % ch["extra_syncs"])
+        if ch.get("timeouts"):
+            notes.append("%d changes without a sync (timeout)" % ch["timeouts"])
+        if "verify" in ch:
+            notes.append("ruleset check after the series: " + ch["verify"]["summary"])
+        if "rss_after_changes_mib" in ch:
+            notes.append("RSS after the series %.1f MiB (peak %.1f)" % (ch["rss_after_changes_mib"],
+                                                                      ch["hwm_after_changes_mib"]))
+        if notes:
+            say("   " + "; ".join(notes))
+
+    up_label = labels[0]
+    up = R["upstream"].get(up_label)
+    ours = R["cold"].get(up_label, {}).get("median")
+    if up:
+        say("")
+        say("== Upstream kube-proxy layout, same %s state: one `nft -f` (fresh netns per run) ==" % up_label)
+        rows = [[str(i + 1), fmt(u["wall_ms"]), fmt(u["user_s"] * 1000), fmt(u["sys_s"] * 1000),
+                 fmt(u["maxrss_mib"])] for i, u in enumerate(up["runs"])]
+        if len(up["runs"]) > 1:
+            rows.append(["med", fmt(up["median_wall_ms"]), fmt(med([u["user_s"] * 1000 for u in up["runs"]])),
+                         fmt(med([u["sys_s"] * 1000 for u in up["runs"]])),
+                         fmt(med([u["maxrss_mib"] for u in up["runs"]]))])
+        say(table(["run", "wall ms", "user ms", "sys ms", "peak RSS MiB"], rows))
+        if up.get("median_wall_ms") and ours:
+            R["ratios"] = {
+                "upstream_over_ours_sync": up["median_wall_ms"] / ours["sync_ms"],
+                "upstream_over_ours_wall": up["median_wall_ms"] / ours["wall_ms"],
+            }
+            say("   ratio upstream/ours, cold %s: %.1fx vs our sync (%.1f ms), %.1fx vs our wall (%.1f ms)"
+                % (up_label, R["ratios"]["upstream_over_ours_sync"], ours["sync_ms"],
+                   R["ratios"]["upstream_over_ours_wall"], ours["wall_ms"]))
+
+    # Targets
+    say("")
+    say("== Targets (medians) ==")
+    T = []
+
+    def target(name, value, limit, unit, scale=1.0):
+        v = None if value is None else value * scale
+        T.append({"name": name, "value": v, "limit": limit, "unit": unit,
+                  "pass": None if v is None else v <= limit})
+
+    big, huge = labels[1], labels[2]
+    cold = R["cold"]
+    g = lambda lab, f: (cold.get(lab) or {}).get("median", {}).get(f)  # noqa: E731
+    target("cold %s sync (render+diff+commit)" % big, g(big, "sync_ms"), 2.0, "s", 1e-3)
+    target("cold %s sync (render+diff+commit)" % huge, g(huge, "sync_ms"), 5.0, "s", 1e-3)
+    kk = (ch.get("kinds") or {})
+    km = lambda k: (kk.get(k) or {}).get("sync_ms", {}).get("median")  # noqa: E731
+    target("endpoint added, sync median", km("ep_add"), 25.0, "ms")
+    target("endpoint removed, sync median", km("ep_remove"), 25.0, "ms")
+    target("endpoint swapped, sync median", km("ep_swap"), 15.0, "ms")
+    target("daemon RSS after settle at %s" % big, g(big, "rss_mib"), 100.0, "MiB")
+    R["targets"] = T
+    rows = [[t["name"], fmt(t["value"], 3 if t["unit"] == "s" else 1) + " " + t["unit"],
+             "<= %g %s" % (t["limit"], t["unit"]),
+             "n/a" if t["pass"] is None else ("PASS" if t["pass"] else "MISS")] for t in T]
+    say(table(["target", "value", "limit", "verdict"], rows, ["<", ">", "<", "<"]))
+    info = []
+    for lab, lim in ((big, 2.0), (huge, 5.0)):
+        w = g(lab, "wall_ms")
+        if w is not None:
+            info.append("%s wall %.3f s (%s)" % (lab, w / 1000, "within" if w / 1000 <= lim else "over"))
+    if info:
+        say("   for information, wall incl. reading manifests: " + "; ".join(info))
+    if R["errors"]:
+        say("")
+        say("== Errors ==")
+        for e in R["errors"]:
+            say("  " + e)
+
+
+# ---------------------------------------------------------------------------------------------
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "kube-proxy-nft"))
+    ap.add_argument("--out", default=None,
+                    help="JSON results (default build/bench-results.json, --quick: build/bench-results-quick.json)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, few samples (smoke test)")
+    ap.add_argument("--probes", type=int, default=30, help="probe services (own small file each)")
+    ap.add_argument("--changes", type=int, default=24, help="samples per change kind")
+    ap.add_argument("--repeat-small", type=int, default=3, help="cold runs at 1k x 10 (and upstream)")
+    ap.add_argument("--repeat-big", type=int, default=2,
+                    help="cold runs at 10k x 10 (the last one continues with the changes) and 44k x 1")
+    ap.add_argument("--settle", type=float, default=2.0, help="s after the cold sync before RSS")
+    ap.add_argument("--gap", type=float, default=0.03, help="s between writing the temp file and renaming")
+    ap.add_argument("--cold-timeout", type=float, default=120.0)
+    ap.add_argument("--change-timeout", type=float, default=10.0)
+    a = ap.parse_args()
+    if a.quick:
+        sizes = [("200x10", 200, 10), ("2kx10", 2000, 10), ("4kx1", 4000, 1)]
+        a.changes = min(a.changes, 5)
+        a.repeat_small = min(a.repeat_small, 2)
+        a.repeat_big = 1
+    else:
+        sizes = [("1kx10", 1000, 10), ("10kx10", 10000, 10), ("44kx1", 44000, 1)]
+    a.binary = os.path.abspath(a.binary)
+    if a.out is None:
+        a.out = os.path.join(ROOT, "build", "bench-results-quick.json" if a.quick else "bench-results.json")
+
+    if os.geteuid() != 0:
+        sys.exit("run_bench.py needs root (ip netns)")
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, _on_signal)
+
+    t_begin = time.monotonic()
+    mi = machine_info()
+    say("kube-proxy-nft benchmark  %s" % datetime.datetime.now().isoformat(timespec="seconds"))
+    say("machine: nproc=%s kernel=%s %s cpu=%s mem=%s MiB loadavg=%s"
+        % (mi["nproc"], mi["kernel"], mi["nft"], mi.get("cpu", "?"), mi.get("mem_total_mib", "?"),
+           " ".join(mi.get("loadavg_at_start", []))))
+    if not os.access(a.binary, os.X_OK):
+        sys.exit("binary %s not found: build it first (make build/kube-proxy-nft)" % a.binary)
+    st_bin = os.stat(a.binary)
+    say("binary: %s (%.1f MB, built %s)" % (os.path.relpath(a.binary, ROOT), st_bin.st_size / 1e6,
+                                              datetime.datetime.fromtimestamp(st_bin.st_mtime)
+                                              .isoformat(timespec="seconds")))
+    say("")
+
+    b = Bench(a)
+    b.results.update({"machine": mi, "binary": a.binary, "started": datetime.datetime.now().isoformat(),
+                      "config": {k: v for k, v in vars(a).items()},
+                      "sizes": [{"label": l, "services": n, "endpoints_per_service": e}
+                                for l, n, e in sizes]})
+    interrupted = False
+    failed = None
+    try:
+        (l1, n1, e1), (l2, n2, e2), (l3, n3, e3) = sizes
+        say("-- %s: daemon cold syncs, interleaved with upstream's layout via nft -f" % l1)
+        st1, d1 = b.gen(l1, n1, e1, a.probes)
+        upfile = os.path.join(b.tmp, "upstream-%s.nft" % l1)
+        text = gen_upstream.generate(st1)
+        with open(upfile, "w") as f:
+            f.write(text)
+        say("  generated upstream-layout script: %d commands, %.1f MB" % (text.count("\n"), len(text) / 1e6))
+        b.results["upstream"]["note"] = "table ip kube-proxy-up, one nft -f transaction"
+        b.cold_phase(l1, n1, e1, a.repeat_small, d1, upstream_file=upfile)
+        shutil.rmtree(d1, ignore_errors=True)
+
+        say("-- %s: cold syncs, then the change series on the last daemon" % l2)
+        st2, d2 = b.gen(l2, n2, e2, a.probes)
+        b.cold_phase(l2, n2, e2, max(0, a.repeat_big - 1), d2)
+        b.change_phase(l2, st2, d2)
+        shutil.rmtree(d2, ignore_errors=True)
+
+        say("-- %s: cold syncs" % l3)
+        st3, d3 = b.gen(l3, n3, e3, a.probes)
+        b.cold_phase(l3, n3, e3, a.repeat_big, d3)
+        shutil.rmtree(d3, ignore_errors=True)
+    except KeyboardInterrupt as e:
+        interrupted = True
+        say("\ninterrupted (%s): cleaning up" % (e or "Ctrl-C"))
+        b.results["errors"].append("interrupted")
+    except Exception as e:  # noqa: BLE001  report what was measured, then fail
+        failed = e
+        import traceback
+        traceback.print_exc()
+        b.results["errors"].append("driver: %s: %s" % (type(e).__name__, e))
+    finally:
+        cleanup_all()
+        b.close()
+    b.results["duration_s"] = time.monotonic() - t_begin
+    report(b, [s[0] for s in sizes])
+    say("")
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(b.results, f, indent=2, sort_keys=True)
+    say("results: %s   logs: %s   total %.0f s" % (os.path.relpath(a.out, ROOT),
+                                                   os.path.relpath(b.logdir, ROOT), b.results["duration_s"]))
+    if interrupted:
+        sys.exit(130)
+    if failed is not None:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

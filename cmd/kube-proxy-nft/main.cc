@@ -1,0 +1,159 @@
+// kube-proxy-nft: makes Service traffic work on this node with one atomic nftables ruleset.
+// Wiring only: flags -> source -> store -> syncer; each piece lives in pkg/ or nft/.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <iostream>
+
+#include "nft/diff.h"
+#include "nft/runner.h"
+#include "pkg/render/render.h"
+#include "pkg/source/manifest_dir.h"
+#include "pkg/state/cluster_state.h"
+#include "pkg/sync/duration.h"
+#include "pkg/sync/syncer.h"
+
+DEFINE_string(manifests, "", "Folder of Service/EndpointSlice/Node manifests (YAML or JSON) to use as the cluster state");
+DEFINE_string(hostname_override, "", "This node's name; endpoints with this nodeName are local (default: the hostname)");
+DEFINE_string(cluster_cidr, "", "Pod CIDRs (at most one per family, comma separated); traffic from outside them to a ClusterIP is masqueraded");
+DEFINE_bool(masquerade_all, false, "Masquerade all traffic sent to ClusterIPs");
+DEFINE_string(min_sync_period, "1s", "Minimum time between syncs (Go duration); 0 syncs on every change");
+DEFINE_string(sync_period, "30s", "Maximum time between syncs, and the retry ceiling after a failure (Go duration)");
+DEFINE_string(iptables_min_sync_period, "", "Upstream's name for --min-sync-period");
+DEFINE_string(iptables_sync_period, "", "Upstream's name for --sync-period");
+DEFINE_bool(dry_run, false, "Print the complete desired ruleset for both families as nft text and exit");
+DEFINE_bool(cleanup, false, "Delete the ip and ip6 kube-proxy tables and exit");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string flagOrAlias(const char* name, const char* alias, const std::string& value, const std::string& aliasValue) {
+  gflags::CommandLineFlagInfo info;
+  if (gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default) return value;
+  return aliasValue.empty() ? value : aliasValue;
+}
+
+std::chrono::nanoseconds durationFlag(const char* name, const std::string& text) {
+  auto d = kpn::sync::parseGoDuration(text);
+  if (!d) {
+    std::cerr << "invalid duration for --" << name << ": \"" << text << "\" (use Go syntax: 0s, 250ms, 1m)\n";
+    std::exit(2);
+  }
+  return *d;
+}
+
+std::string defaultNodeName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  std::string s = buf;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& st) {
+  kpn::nft::Ruleset rs = renderer.render(st, nullptr);
+  kpn::nft::Plan plan = kpn::nft::planReconcile({}, rs);  // against empty tables: everything is added
+  std::cout << kpn::nft::staticDeclarationsText(rs) << plan.txn.toText();
+  return 0;
+}
+
+int runCleanup() {
+  kpn::nft::NftRunner runner;
+  int rc = 0;
+  for (auto f : {kpn::nft::Family::IPv4, kpn::nft::Family::IPv6}) {
+    auto r = runner.deleteTable(f, "kube-proxy");
+    if (!r.ok) {
+      LOG(ERROR) << "cannot delete table " << kpn::nft::familyName(f) << " kube-proxy: " << r.error;
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("kube-proxy-nft --manifests=DIR [flags]: Kubernetes Services on this node, as one nftables ruleset");
+  FLAGS_logtostderr = true;
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+
+  if (FLAGS_cleanup) return runCleanup();
+  if (FLAGS_manifests.empty()) {
+    std::cerr << "no cluster-state source: give --manifests=DIR\n";
+    return 2;
+  }
+
+  kpn::render::NodeConfig cfg;
+  cfg.nodeName = FLAGS_hostname_override.empty() ? defaultNodeName() : FLAGS_hostname_override;
+  cfg.masqueradeAll = FLAGS_masquerade_all;
+  if (auto err = kpn::render::parseClusterCidrs(FLAGS_cluster_cidr, cfg)) {
+    std::cerr << *err << "\n";
+    return 2;
+  }
+  auto minSync = durationFlag("min-sync-period",
+                              flagOrAlias("min_sync_period", "iptables_min_sync_period", FLAGS_min_sync_period,
+                                          FLAGS_iptables_min_sync_period));
+  auto syncPeriod = durationFlag("sync-period", flagOrAlias("sync_period", "iptables_sync_period", FLAGS_sync_period,
+                                                            FLAGS_iptables_sync_period));
+  if (syncPeriod <= std::chrono::nanoseconds(0)) syncPeriod = std::chrono::seconds(30);
+
+  kpn::state::ClusterState state;
+  kpn::source::ManifestDir source(FLAGS_manifests, cfg.nodeName, state);
+  source.start();
+  kpn::render::Renderer renderer(cfg);
+  if (FLAGS_dry_run) return runDryRun(renderer, state);
+
+  // SIGTERM/SIGINT end the loop; the ruleset stays in place, so traffic keeps flowing.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  kpn::nft::NftRunner runner;
+  kpn::sync::Syncer syncer(renderer, runner);
+  LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source " << FLAGS_manifests;
+
+  bool dirty = true;
+  auto lastSync = Clock::time_point{};
+  auto nextForced = Clock::now();
+  auto backoff = std::chrono::nanoseconds(0);
+  for (;;) {
+    auto now = Clock::now();
+    auto due = dirty ? std::max(lastSync + minSync + backoff, now) : nextForced;
+    due = std::min(due, nextForced);
+    if (now >= due) {
+      lastSync = now;
+      kpn::sync::SyncStats s = syncer.sync(state);
+      if (s.ok) {
+        dirty = false;
+        backoff = std::chrono::nanoseconds(0);
+      } else {
+        // Retry soon, then less and less often, never slower than the sync period.
+        backoff = std::min<std::chrono::nanoseconds>(backoff == std::chrono::nanoseconds(0) ? std::chrono::milliseconds(500) : backoff * 2, syncPeriod);
+        dirty = true;
+        LOG(WARNING) << "retrying in " << std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count() << " ms";
+      }
+      nextForced = Clock::now() + syncPeriod;
+      continue;
+    }
+    auto waitMs = std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count() + 1;
+    pollfd fds[2] = {{source.fd(), POLLIN, 0}, {sigfd, POLLIN, 0}};
+    int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(waitMs, 60000)));
+    if (n > 0 && (fds[1].revents & POLLIN)) {
+      LOG(INFO) << "signal received; exiting with the ruleset in place";
+      return 0;
+    }
+    if (n > 0 && (fds[0].revents & POLLIN) && source.processEvents()) dirty = true;
+  }
+}

@@ -1,0 +1,273 @@
+"""The daemon over time: live changes through the manifest folder, kill -9 + restart, malformed
+files. A client opens a NEW TCP connection to an untouched service every 20 ms throughout; every
+attempt counts and nothing is retried (a lost SYN shows up as ERR:ETIMEDOUT after 0.9 s)."""
+import os
+import time
+
+import pytest
+
+import netlab
+from netlab import answers, endpoint_slice, node_object, service
+
+pytestmark = pytest.mark.usefixtures("daemon_bin")
+
+HTTP = [("http", 80, "TCP", 8080)]
+HTTP_SLICE = [("http", 8080, "TCP")]
+
+
+def svc_files(name, ip, eps):
+    return [service(name, HTTP, [ip]), endpoint_slice(name, [p.v4 for p in eps], HTTP_SLICE)]
+
+
+def assert_loop_clean(st, min_attempts):
+    print(f"20 ms loop: attempts={st['attempts']} ok={st['ok']} failures={len(st['failures'])} "
+          f"max_ms={st['max_ms']} elapsed={st['elapsed']} answers={st['answers']}")
+    assert st["failures"] == [], \
+        f"{len(st['failures'])} of {st['attempts']} connections to the untouched service failed " \
+        f"(t in s since loop start, error): {st['failures'][:20]}"
+    assert st["attempts"] >= min_attempts, f"loop too slow: {st['attempts']} attempts"
+
+
+def test_live_folder_changes_apply_and_never_disturb_an_untouched_service(lab):
+    client = lab.add_pod("client")
+    a1, a2 = lab.add_backends(2, tcp=[8080], udp=[], name="steady")
+    b1, b2, b3 = lab.add_backends(3, tcp=[8080], udp=[], name="churn")
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("steady.yaml", svc_files("steady", "10.96.1.1", [a1, a2]))
+    m.write("churn-svc.yaml", service("churn", HTTP, ["10.96.1.2"]))
+    m.write("churn-slice.yaml", endpoint_slice("churn", [b1.v4], HTTP_SLICE))
+    filler = []  # a table of realistic size around the services under test
+    for i in range(40):
+        filler += svc_files(f"filler{i}", f"10.96.4.{i + 1}", [b1, b2, b3][: 1 + i % 3])
+    m.write("filler.yaml", filler)
+    d = lab.start_daemon()
+    cli = lab.agent(client)
+    probe = lab.agent(client)
+    assert cli.tcp("10.96.1.1", 80).split()[0] in (a1.v4, a2.v4)
+
+    def reach(ip, n=24):
+        return answers(probe.many("tcp", ip, 80, n, timeout=1.0))
+
+    one_ep_ops = []
+    t0 = time.monotonic()
+    cli.loop_start("10.96.1.1", 80)
+    try:
+        for rnd in range(4):
+            r = {}
+            with d.change(result=r):
+                m.write("churn-slice.yaml", endpoint_slice("churn", [b1.v4, b2.v4], HTTP_SLICE))
+            one_ep_ops.append(("add endpoint", [s["ops"] for s in r["syncs"]]))
+            own, _, errs = reach("10.96.1.2")
+            assert not errs and set(own) == {b1.v4, b2.v4}, \
+                f"round {rnd}: after adding {b2.v4}: {own} {errs}"
+
+            with d.change(result=r):
+                m.write("churn-slice.yaml", endpoint_slice("churn", [b2.v4], HTTP_SLICE))
+            one_ep_ops.append(("remove endpoint", [s["ops"] for s in r["syncs"]]))
+            own, _, errs = reach("10.96.1.2")
+            assert not errs and set(own) == {b2.v4}, f"round {rnd}: after removing {b1.v4}: {own} {errs}"
+
+            with d.change():
+                m.write("extra.json", svc_files("extra", "10.96.1.3", [b3]))
+            own, _, errs = reach("10.96.1.3", 5)
+            assert not errs and set(own) == {b3.v4}, f"round {rnd}: new service: {own} {errs}"
+
+            with d.change():
+                m.delete("extra.json")
+            res = probe.tcp("10.96.1.3", 80, timeout=0.5)
+            assert res.startswith("ERR:"), f"round {rnd}: deleted service still answers: {res}"
+            assert "10.96.1.3" not in lab.table("ip"), f"round {rnd}: deleted service left rules"
+
+            with d.change():
+                m.delete("churn-slice.yaml")
+            assert probe.tcp("10.96.1.2", 80) == "ERR:ECONNREFUSED", \
+                f"round {rnd}: service whose slice was deleted must refuse"
+
+            with d.change():
+                m.write("churn-slice.yaml", endpoint_slice("churn", [b1.v4], HTTP_SLICE))
+            own, _, errs = reach("10.96.1.2", 5)
+            assert not errs and set(own) == {b1.v4}, f"round {rnd}: slice back: {own} {errs}"
+
+            if rnd % 2 == 0:  # the Service's port number changes (same port name)
+                with d.change():
+                    m.write("churn-svc.yaml", service("churn", [("http", 81, "TCP", 8080)],
+                                                      ["10.96.1.2"]))
+                assert probe.tcp("10.96.1.2", 81) == f"{b1.v4} {client.v4}", f"round {rnd}: port 81"
+                assert probe.tcp("10.96.1.2", 80) == "ERR:ECONNREFUSED", \
+                    f"round {rnd}: old port 80 must now be an unknown port"
+                with d.change():
+                    m.write("churn-svc.yaml", service("churn", HTTP, ["10.96.1.2"]))
+                assert probe.tcp("10.96.1.2", 80) == f"{b1.v4} {client.v4}", f"round {rnd}: port 80"
+    finally:
+        st = cli.loop_stop()
+    elapsed = time.monotonic() - t0
+    print("one-endpoint change syncs (ops):", one_ep_ops)
+    print("all syncs:", [(s["full"], s["ops"]) for s in d.syncs()])
+    assert_loop_clean(st, min_attempts=int(elapsed / 0.02 * 0.5))
+    assert set(st["answers"]) == {a1.v4, a2.v4}
+    assert d.failed_syncs() == [], d.failed_syncs()
+    worst = max(max(ops) for _, ops in one_ep_ops)
+    assert worst <= 10, f"a one-endpoint change cost {worst} ops: {one_ep_ops}"
+    assert d.alive()
+
+
+def test_kill9_and_restart_keep_traffic_flowing_and_first_sync_after_restart_is_a_noop(lab):
+    client = lab.add_pod("client")
+    eps = lab.add_backends(3, tcp=[8080], udp=[5353])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("steady.yaml", svc_files("steady", "10.96.1.10", eps[:2]))
+    # a table with some of everything, so "ops=0" means something
+    objs = []
+    for i in range(8):
+        objs += [service(f"svc{i}", [("http", 80, "TCP", 8080), ("dns", 53, "UDP", 5353)],
+                         [f"10.96.1.{20 + i}", f"fd00:10:96::1:{20 + i}"]),
+                 endpoint_slice(f"svc{i}", [p.v4 for p in eps[: 1 + i % 3]],
+                                [("http", 8080, "TCP"), ("dns", 5353, "UDP")]),
+                 endpoint_slice(f"svc{i}", [p.v6 for p in eps[: 1 + i % 3]],
+                                [("http", 8080, "TCP"), ("dns", 5353, "UDP")], address_type="IPv6")]
+    objs.append(service("noeps", HTTP, ["10.96.1.40"]))
+    m.write("many.yaml", objs)
+    d = lab.start_daemon()
+    cli = lab.agent(client)
+    assert cli.tcp("10.96.1.10", 80).split()[0] in (eps[0].v4, eps[1].v4)
+
+    first_ops = []
+    t0 = time.monotonic()
+    cli.loop_start("10.96.1.10", 80)
+    try:
+        for cycle in range(2):
+            time.sleep(0.5)
+            d.kill9()
+            time.sleep(0.5)  # nobody home: the kernel keeps forwarding with the last table
+            d.start()
+            syncs = d.wait_syncs(1)
+            first_ops.append(syncs[0]["ops"])
+            print(f"cycle {cycle}: first sync after restart: {syncs[0]}")
+        time.sleep(0.5)
+    finally:
+        st = cli.loop_stop()
+    assert_loop_clean(st, min_attempts=int((time.monotonic() - t0) / 0.02 * 0.5))
+    assert first_ops == [0, 0], \
+        f"first sync after restart over a correct table must be a no-op: ops={first_ops}"
+    # the restarted daemon still follows the folder
+    with d.change():
+        m.write("steady.yaml", svc_files("steady", "10.96.1.10", [eps[2]]))
+    own, _, errs = answers(cli.many("tcp", "10.96.1.10", 80, 10))
+    assert not errs and set(own) == {eps[2].v4}, (own, errs)
+    # a change made while the daemon is down: the first sync after restart applies just that
+    d.kill9()
+    m.write("steady.yaml", svc_files("steady", "10.96.1.10", [eps[0], eps[2]]))
+    d.start()
+    first = d.wait_syncs(1)[0]
+    print("first sync after restart with one endpoint added while down:", first)
+    own, _, errs = answers(cli.many("tcp", "10.96.1.10", 80, 30))
+    assert not errs and set(own) == {eps[0].v4, eps[2].v4}, (own, errs)
+    assert 0 < first["ops"] <= 10, f"one endpoint added while down cost {first['ops']} ops"
+
+
+def test_sync_period_flags_take_go_durations_and_aliases_and_periodic_syncs_are_noops(lab):
+    client = lab.add_pod("client")
+    eps = lab.add_backends(2, tcp=[8080], udp=[])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("web.yaml", svc_files("web", "10.96.1.50", eps))
+    d = lab.start_daemon(sync_flags=["--iptables-min-sync-period=250ms",
+                                     "--iptables-sync-period=1s"])
+    cli = lab.agent(client)
+    assert cli.tcp("10.96.1.50", 80).split()[0] in {p.v4 for p in eps}
+    n = len(d.syncs())
+    syncs = d.wait_syncs(n + 2, timeout=6)
+    print("periodic syncs:", syncs)
+    assert [s["ops"] for s in syncs[n:]] == [0] * (len(syncs) - n), \
+        f"a periodic sync over an unchanged, correct table must be a no-op: {syncs[n:]}"
+    # a change is still applied with a 250 ms minimum period
+    with d.change():
+        m.write("web.yaml", svc_files("web", "10.96.1.50", eps[:1]))
+    own, _, errs = answers(cli.many("tcp", "10.96.1.50", 80, 10))
+    assert not errs and set(own) == {eps[0].v4}, (own, errs)
+    # bare 0 is a duration too
+    d.stop()
+    d2 = lab.start_daemon(sync_flags=["--min-sync-period=0", "--sync-period=1m"], label="bare0")
+    assert d2.syncs()[0]["ops"] == 0, d2.syncs()
+    assert d2.alive()
+
+
+# Upstream kube-proxy behaviours the brief's contract does not list. They are reported, not
+# enforced by default: run them with KPN_E2E_BEYOND_CONTRACT=1.
+beyond_contract = pytest.mark.skipif(os.environ.get("KPN_E2E_BEYOND_CONTRACT") != "1",
+                                     reason="upstream behaviour beyond the stated contract; "
+                                            "run with KPN_E2E_BEYOND_CONTRACT=1")
+
+
+def test_configmap_style_symlink_swap_in_the_folder_is_followed(lab):
+    """A ConfigMap volume: top-level symlinks into ..data, which is swapped by a rename."""
+    client = lab.add_pod("client")
+    e1, e2 = lab.add_backends(2, tcp=[8080], udp=[])
+    m = lab.manifests
+
+    def publish(version, eps):
+        d = os.path.join(m.path, f"..2024_05_01_10_00_0{version}.000000001")
+        os.mkdir(d)
+        with open(os.path.join(d, "web.yaml"), "w") as f:
+            f.write(m.text("web.yaml", svc_files("web", "10.96.1.60", eps)))
+        os.symlink(os.path.basename(d), os.path.join(m.path, "..data_tmp"))
+        os.rename(os.path.join(m.path, "..data_tmp"), os.path.join(m.path, "..data"))
+        if not os.path.lexists(os.path.join(m.path, "web.yaml")):
+            os.symlink("..data/web.yaml", os.path.join(m.path, "web.yaml"))
+
+    publish(1, [e1])
+    d = lab.start_daemon()
+    cli = lab.agent(client)
+    assert cli.tcp("10.96.1.60", 80) == f"{e1.v4} {client.v4}"
+    with d.change():
+        publish(2, [e2])
+    own, _, errs = answers(cli.many("tcp", "10.96.1.60", 80, 10))
+    assert not errs and set(own) == {e2.v4}, f"after the ..data swap: {own} {errs}"
+
+
+@beyond_contract
+def test_udp_flow_pinned_to_a_removed_endpoint_is_cleared(lab):
+    """Upstream deletes conntrack entries of UDP flows to endpoints that went away; otherwise a
+    client that keeps its socket (DNS resolvers do) talks to the removed endpoint forever."""
+    client = lab.add_pod("client")
+    e1, e2 = lab.add_backends(2, tcp=[], udp=[5353])
+    dns = [("dns", 53, "UDP", 5353)]
+    lab.manifests.write("dns.yaml", [service("dns", dns, ["10.96.1.70"]),
+                                     endpoint_slice("dns", [e1.v4], [("dns", 5353, "UDP")])])
+    d = lab.start_daemon()
+    cli = lab.agent(client)
+    cli.udp_open("s", "10.96.1.70", 53)
+    assert cli.udp_ask("s") == f"{e1.v4} {client.v4}"
+    with d.change():
+        lab.manifests.write("dns.yaml", [service("dns", dns, ["10.96.1.70"]),
+                                         endpoint_slice("dns", [e2.v4], [("dns", 5353, "UDP")])])
+    time.sleep(0.5)
+    res = [cli.udp_ask("s") for _ in range(3)]
+    print(res, lab.conntrack("udp"))
+    assert all(r == f"{e2.v4} {client.v4}" for r in res), \
+        f"the same UDP flow still reaches the removed endpoint {e1.v4}: {res}"
+
+
+@beyond_contract
+def test_periodic_syncs_repair_a_table_damaged_by_someone_else(lab):
+    client = lab.add_pod("client")
+    eps = lab.add_backends(1, tcp=[8080], udp=[])
+    lab.manifests.write("node.yaml", node_object())
+    lab.manifests.write("web.yaml", svc_files("web", "10.96.1.51", eps))
+    d = lab.start_daemon(sync_flags=["--min-sync-period=0s", "--sync-period=1s"])
+    cli = lab.agent(client)
+    assert cli.tcp("10.96.1.51", 80) == f"{eps[0].v4} {client.v4}"
+    chains = [c for c in lab.table("ip").splitlines() if "chain service-" in c and "/web/" in c]
+    assert chains, lab.table("ip")
+    chain = chains[0].split()[1]
+    netlab.sh(["nft", "flush", "chain", "ip", "kube-proxy", chain], ns=lab.node)
+    broken = cli.tcp("10.96.1.51", 80, timeout=0.5)
+    assert broken.startswith("ERR:"), f"flushing {chain} did not break the service: {broken}"
+    n = len(d.syncs())
+    d.wait_syncs(n + 3, timeout=8)
+    print("syncs after the damage:", d.syncs()[n:])
+    res = cli.tcp("10.96.1.51", 80)
+    assert res == f"{eps[0].v4} {client.v4}", \
+        f"3 periodic syncs did not repair a flushed service chain: {res}"

@@ -1,0 +1,312 @@
+#include "nft/diff.h"
+
+#include <map>
+
+namespace kpn::nft {
+
+namespace {
+
+std::string indexKey(const Table& t, const std::string& set, const std::string& keyJson) {
+  std::string k = familyName(t.family);
+  k += '|';
+  k += t.name;
+  k += '|';
+  k += set;
+  k += '|';
+  k += keyJson;
+  return k;
+}
+
+// Operations collected by phase, then joined in an order the kernel accepts: declarations before
+// use, rules before elements (binding a rule to a map validates every element already in it, so a
+// cold load is cheapest with rules first), element deletes before the chains they point at.
+struct Phases {
+  Transaction tables, dropStale, sets, addChains, flushChains, rules, delElems, addElems, delChains, delSets;
+  Transaction join() const {
+    Transaction t;
+    for (const Transaction* p : {&tables, &dropStale, &sets, &addChains, &flushChains, &rules, &delElems,
+                                 &addElems, &delChains, &delSets})
+      t.append(*p);
+    return t;
+  }
+};
+
+void addChainWithRules(Phases& ph, const Table& t, const Chain& c) {
+  ph.addChains.addChain(t.family, t.name, c.name, c.hook);
+  for (const Rule& r : c.rules) ph.rules.addRule(t.family, t.name, c.name, r);
+}
+
+void rewriteRules(Phases& ph, const Table& t, const Chain& c) {
+  ph.flushChains.flushChain(t.family, t.name, c.name);
+  for (const Rule& r : c.rules) ph.rules.addRule(t.family, t.name, c.name, r);
+}
+
+const Table* findTable(const Ruleset& rs, const Table& like) {
+  for (const Table& t : rs.tables)
+    if (t.family == like.family && t.name == like.name) return &t;
+  return nullptr;
+}
+
+const SetDecl* findDecl(const Table* t, const std::string& name) {
+  if (!t) return nullptr;
+  for (const SetDecl& d : t->sets)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+bool sameRules(const std::vector<ListedRule>& listed, const std::vector<Rule>& want) {
+  if (listed.size() != want.size()) return false;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (listed[i].exprJson != want[i].exprJson || listed[i].comment != want[i].comment) return false;
+  return true;
+}
+
+bool sameDeclaration(const ListedSet& ls, const SetDecl& d) {
+  if (!d.typeofSpec.empty()) return ls.isMap;  // nft 1.0.6 lists a typeof map in a form we can't compare
+  return ls.keyType == d.keyType && ls.dataType == d.dataType && ls.isMap == !d.dataType.empty();
+}
+
+// Desired chains and elements of one table, flattened across owners.
+struct Flat {
+  std::map<std::string, const Chain*> chains;
+  std::map<std::string, std::map<std::string, const Element*>> elements;  // set -> key json -> element
+};
+
+Flat flatten(const Table& t) {
+  Flat f;
+  for (const auto& [owner, part] : t.parts) {
+    for (const Chain& c : part->chains) f.chains.emplace(c.name, &c);
+    for (const Element& e : part->elements) f.elements[e.set].emplace(e.key.json, &e);
+  }
+  return f;
+}
+
+Element keyOnly(const std::string& set, const std::string& keyJson) {
+  return Element{set, Expr{keyJson, keyJson}, std::nullopt, "", {}};
+}
+
+}  // namespace
+
+Plan planIncremental(const Committed& from, const Ruleset& to) {
+  Plan plan;
+  Phases ph;
+  struct Pending {
+    int count = 0;
+    const Element* elem = nullptr;
+    const Table* table = nullptr;
+  };
+  std::map<std::string, Pending> overlay;  // ordered: element operations come out grouped by set
+  auto touch = [&](const Table& t, const Element& e) -> Pending& {
+    std::string key = indexKey(t, e.set, e.key.json);
+    auto it = overlay.find(key);
+    if (it == overlay.end()) {
+      auto c = from.elements.find(key);
+      it = overlay.emplace(std::move(key), Pending{c == from.elements.end() ? 0 : c->second.count, nullptr, &t}).first;
+    }
+    return it->second;
+  };
+
+  for (const Table& tt : to.tables) {
+    const Table* ft = findTable(from.ruleset, tt);
+    if (!ft) ph.tables.addTable(tt.family, tt.name);
+    for (const SetDecl& d : tt.sets) {
+      const SetDecl* old = findDecl(ft, d.name);
+      if (old && !(*old == d)) plan.needsFull = true;
+      if (!old && d.typeofSpec.empty()) ph.sets.addSet(tt.family, tt.name, d);
+    }
+    if (ft)
+      for (const SetDecl& d : ft->sets)
+        if (!findDecl(&tt, d.name)) ph.delSets.deleteSet(tt.family, tt.name, d);
+
+    static const std::map<std::string, PartPtr> kNoParts;
+    const auto& oldParts = ft ? ft->parts : kNoParts;
+    auto oi = oldParts.begin();
+    auto ni = tt.parts.begin();
+    while (oi != oldParts.end() || ni != tt.parts.end()) {
+      const Part* oldPart = nullptr;
+      const Part* newPart = nullptr;
+      if (ni == tt.parts.end() || (oi != oldParts.end() && oi->first < ni->first)) {
+        oldPart = (oi++)->second.get();
+      } else if (oi == oldParts.end() || ni->first < oi->first) {
+        newPart = (ni++)->second.get();
+      } else {
+        bool same = oi->second == ni->second || *oi->second == *ni->second;
+        oldPart = (oi++)->second.get();
+        newPart = (ni++)->second.get();
+        if (same) continue;
+      }
+      std::map<std::string, const Chain*> oldChains;
+      if (oldPart)
+        for (const Chain& c : oldPart->chains) oldChains.emplace(c.name, &c);
+      if (newPart) {
+        for (const Chain& c : newPart->chains) {
+          auto o = oldChains.find(c.name);
+          if (o == oldChains.end()) {
+            addChainWithRules(ph, tt, c);
+            continue;
+          }
+          if (!(o->second->hook == c.hook)) plan.needsFull = true;
+          else if (o->second->rules != c.rules) rewriteRules(ph, tt, c);
+          oldChains.erase(o);
+        }
+      }
+      for (const auto& [name, c] : oldChains) {
+        ph.flushChains.flushChain(tt.family, tt.name, name);
+        ph.delChains.deleteChain(tt.family, tt.name, name);
+      }
+      if (oldPart)
+        for (const Element& e : oldPart->elements) {
+          Pending& p = touch(tt, e);
+          --p.count;
+          if (!p.elem) p.elem = &e;
+        }
+      if (newPart)
+        for (const Element& e : newPart->elements) {
+          Pending& p = touch(tt, e);
+          ++p.count;
+          p.elem = &e;
+        }
+    }
+  }
+
+  for (const auto& [key, p] : overlay) {
+    auto c = from.elements.find(key);
+    bool had = c != from.elements.end() && c->second.count > 0;
+    const Table& t = *p.table;
+    if (p.count > 0) {
+      std::string value = p.elem->value ? p.elem->value->json : "";
+      if (!had) {
+        ph.addElems.addElement(t.family, t.name, *p.elem);
+      } else if (c->second.valueJson != value) {
+        ph.delElems.deleteElement(t.family, t.name, *p.elem);
+        ph.addElems.addElement(t.family, t.name, *p.elem);
+      }
+      if (!had || c->second.count != p.count || c->second.valueJson != value)
+        plan.indexDeltas.emplace_back(key, ElementRef{p.count, value});
+    } else if (had) {
+      ph.delElems.deleteElement(t.family, t.name, *p.elem);
+      plan.indexDeltas.emplace_back(key, std::nullopt);
+    }
+  }
+  plan.txn = ph.join();
+  return plan;
+}
+
+Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
+  Plan plan;
+  plan.rebuildIndex = true;
+  Phases ph;
+  for (size_t i = 0; i < to.tables.size(); ++i) {
+    const Table& tt = to.tables[i];
+    static const ListedTable kAbsent;
+    const ListedTable& k = i < kernel.size() ? kernel[i] : kAbsent;
+    if (!k.exists) ph.tables.addTable(tt.family, tt.name);
+    for (const SetDecl& d : tt.sets) {
+      auto ks = k.sets.find(d.name);
+      if (ks == k.sets.end()) {
+        if (d.typeofSpec.empty()) ph.sets.addSet(tt.family, tt.name, d);
+        else plan.needsFull = true;  // the start-up declarations should have made it
+      } else if (!sameDeclaration(ks->second, d)) {
+        plan.needsFull = true;
+      }
+    }
+    Flat want = flatten(tt);
+    for (const auto& [name, c] : want.chains) {
+      auto kc = k.chains.find(name);
+      if (kc == k.chains.end()) addChainWithRules(ph, tt, *c);
+      else if (!(kc->second.hook == c->hook)) plan.needsFull = true;
+      else if (!sameRules(kc->second.rules, c->rules)) rewriteRules(ph, tt, *c);
+    }
+    for (const auto& [name, kc] : k.chains) {
+      if (want.chains.count(name)) continue;
+      ph.flushChains.flushChain(tt.family, tt.name, name);
+      ph.delChains.deleteChain(tt.family, tt.name, name);
+    }
+    for (const auto& [setName, ks] : k.sets) {
+      const SetDecl* d = findDecl(&tt, setName);
+      if (!d) {
+        ph.delSets.deleteSet(tt.family, tt.name, SetDecl{setName, ks.keyType, ks.isMap ? ks.dataType : "", ""});
+        continue;
+      }
+      auto w = want.elements.find(setName);
+      for (const auto& [keyJson, valueJson] : ks.elements) {
+        const Element* e = nullptr;
+        if (w != want.elements.end()) {
+          auto we = w->second.find(keyJson);
+          if (we != w->second.end()) e = we->second;
+        }
+        if (!e) ph.delElems.deleteElement(tt.family, tt.name, keyOnly(setName, keyJson));
+        else if ((e->value ? e->value->json : "") != valueJson) {
+          ph.delElems.deleteElement(tt.family, tt.name, *e);
+          ph.addElems.addElement(tt.family, tt.name, *e);
+        }
+      }
+    }
+    for (const auto& [setName, elems] : want.elements) {
+      auto ks = k.sets.find(setName);
+      for (const auto& [keyJson, e] : elems)
+        if (ks == k.sets.end() || !ks->second.elements.count(keyJson))
+          ph.addElems.addElement(tt.family, tt.name, *e);
+    }
+  }
+  plan.txn = ph.join();
+  return plan;
+}
+
+Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to) {
+  Plan plan;
+  plan.rebuildIndex = true;
+  Phases ph;
+  for (size_t i = 0; i < to.tables.size(); ++i) {
+    const Table& tt = to.tables[i];
+    static const ListedTable kAbsent;
+    const ListedTable& k = i < kernel.size() ? kernel[i] : kAbsent;
+    // Never delete the table: other traffic keeps flowing through the old rules until the commit.
+    ph.tables.addTable(tt.family, tt.name);
+    ph.tables.flushTable(tt.family, tt.name);
+    Flat want = flatten(tt);
+    // After the flush nothing references anything, so stale objects can go.
+    for (const auto& [name, kc] : k.chains) {
+      auto w = want.chains.find(name);
+      if (w == want.chains.end() || !(w->second->hook == kc.hook)) ph.dropStale.deleteChain(tt.family, tt.name, name);
+    }
+    for (const auto& [name, ks] : k.sets) {
+      const SetDecl* d = findDecl(&tt, name);
+      if (!d || !sameDeclaration(ks, *d))
+        ph.dropStale.deleteSet(tt.family, tt.name, SetDecl{name, ks.keyType, ks.isMap ? ks.dataType : "", ""});
+    }
+    for (const SetDecl& d : tt.sets)
+      if (d.typeofSpec.empty()) ph.sets.addSet(tt.family, tt.name, d);
+    for (const auto& [name, c] : want.chains) addChainWithRules(ph, tt, *c);
+    for (const auto& [setName, elems] : want.elements)
+      for (const auto& [keyJson, e] : elems) ph.addElems.addElement(tt.family, tt.name, *e);
+  }
+  plan.txn = ph.join();
+  return plan;
+}
+
+ElementIndex buildIndex(const Ruleset& rs) {
+  ElementIndex idx;
+  for (const Table& t : rs.tables)
+    for (const auto& [owner, part] : t.parts)
+      for (const Element& e : part->elements) {
+        ElementRef& r = idx[indexKey(t, e.set, e.key.json)];
+        ++r.count;
+        r.valueJson = e.value ? e.value->json : "";
+      }
+  return idx;
+}
+
+void applyCommitted(Committed& c, Ruleset to, const Plan& plan) {
+  c.ruleset = std::move(to);
+  if (plan.rebuildIndex) {
+    c.elements = buildIndex(c.ruleset);
+    return;
+  }
+  for (const auto& [key, ref] : plan.indexDeltas) {
+    if (ref) c.elements[key] = *ref;
+    else c.elements.erase(key);
+  }
+}
+
+}  // namespace kpn::nft

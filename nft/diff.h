@@ -1,0 +1,55 @@
+// Turning "what is committed" and "what we want" into one transaction.
+//  - incremental: owner by owner; an unchanged part costs a pointer comparison, so a one-endpoint
+//    change costs in proportion to the change, not to the cluster.
+//  - reconcile: against what a listing found in the kernel (start-up): keeps what matches.
+//  - full: flush and refill every chain and set of our tables, deleting stale objects; used after
+//    a failed commit, when our picture of the kernel can no longer be trusted.
+// Rules change only through flush chain + add rule (no handles: those force libnftables to fetch
+// the whole ruleset), element values through delete + add of the key (re-adding a key with a new
+// value fails in the kernel).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nft/listing.h"
+#include "nft/model.h"
+#include "nft/transaction.h"
+
+namespace kpn::nft {
+
+// Element presence with reference counts: several owners may contribute the same set element (the
+// hairpin pair of a pod that backs several services); it stays while any owner still has it.
+struct ElementRef {
+  int count = 0;
+  std::string valueJson;
+};
+using ElementIndex = std::unordered_map<std::string, ElementRef>;  // key: family|table|set|keyjson
+
+struct Committed {
+  Ruleset ruleset;
+  ElementIndex elements;
+};
+
+struct Plan {
+  Transaction txn;
+  // Index updates to apply once the transaction committed (nullopt = erase).
+  std::vector<std::pair<std::string, std::optional<ElementRef>>> indexDeltas;
+  bool rebuildIndex = false;  // reconcile/full plans: rebuild the index from the ruleset instead
+  // Reconcile only: the kernel holds something a targeted change cannot fix (a set of another
+  // type, a base chain with another hook); the caller should run a full plan instead.
+  bool needsFull = false;
+};
+
+Plan planIncremental(const Committed& from, const Ruleset& to);
+Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to);
+Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to);
+
+// After a successful commit of plan: `to` becomes the committed state.
+void applyCommitted(Committed& c, Ruleset to, const Plan& plan);
+
+// Every element of the ruleset with its reference count (for reconcile/full and tests).
+ElementIndex buildIndex(const Ruleset& rs);
+
+}  // namespace kpn::nft

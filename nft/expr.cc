@@ -1,0 +1,116 @@
+#include "nft/expr.h"
+
+#include <cstdio>
+
+#include "nft/json_text.h"
+
+namespace kpn::nft {
+
+const char* familyName(Family f) { return f == Family::IPv4 ? "ip" : "ip6"; }
+const char* addrTypeName(Family f) { return f == Family::IPv4 ? "ipv4_addr" : "ipv6_addr"; }
+
+namespace {
+std::string hexMask(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+Expr binop(const char* jsonOp, const char* textOp, const Expr& e, uint32_t mask) {
+  return {std::string("{\"") + jsonOp + "\":[" + e.json + "," + std::to_string(mask) + "]}",
+          e.text + " " + textOp + " " + hexMask(mask)};
+}
+}  // namespace
+
+namespace ex {
+Expr payload(const char* protocol, const char* field) {
+  return {std::string("{\"payload\":{\"protocol\":\"") + protocol + "\",\"field\":\"" + field + "\"}}",
+          std::string(protocol) + " " + field};
+}
+Expr meta(const char* key) {
+  return {std::string("{\"meta\":{\"key\":\"") + key + "\"}}", std::string("meta ") + key};
+}
+Expr ct(const char* key) {
+  return {std::string("{\"ct\":{\"key\":\"") + key + "\"}}", std::string("ct ") + key};
+}
+Expr symbol(const std::string& s) { return {jsonString(s), s}; }
+Expr addr(const std::string& ip) { return {jsonString(ip), ip}; }
+Expr number(int64_t n) { return {std::to_string(n), std::to_string(n)}; }
+Expr prefix(const std::string& ip, int len) {
+  return {"{\"prefix\":{\"addr\":" + jsonString(ip) + ",\"len\":" + std::to_string(len) + "}}",
+          ip + "/" + std::to_string(len)};
+}
+Expr concat(const std::vector<Expr>& parts) {
+  Expr out{"{\"concat\":[", ""};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) {
+      out.json += ",";
+      out.text += " . ";
+    }
+    out.json += parts[i].json;
+    out.text += parts[i].text;
+  }
+  out.json += "]}";
+  return out;
+}
+Expr numgenRandom(uint32_t mod, uint32_t offset) {
+  return {"{\"numgen\":{\"mode\":\"random\",\"mod\":" + std::to_string(mod) +
+              ",\"offset\":" + std::to_string(offset) + "}}",
+          "numgen random mod " + std::to_string(mod) + " offset " + std::to_string(offset)};
+}
+Expr bitAnd(const Expr& e, uint32_t m) { return binop("&", "&", e, m); }
+Expr bitOr(const Expr& e, uint32_t m) { return binop("|", "|", e, m); }
+Expr bitXor(const Expr& e, uint32_t m) { return binop("^", "^", e, m); }
+}  // namespace ex
+
+namespace st {
+Stmt match(const Expr& left, const char* op, const Expr& right) {
+  // "in" is nft's implicit bit test (ct state new); equality is spelled out.
+  std::string text = left.text + " ";
+  if (std::string(op) != "in") text += std::string(op) + " ";
+  return {std::string("{\"match\":{\"op\":\"") + op + "\",\"left\":" + left.json + ",\"right\":" +
+              right.json + "}}",
+          text + right.text, {}, {}};
+}
+Stmt matchSet(const Expr& left, const std::string& setName, bool negate) {
+  Stmt s = match(left, negate ? "!=" : "==", {jsonString("@" + setName), "@" + setName});
+  s.text = left.text + (negate ? " != @" : " @") + setName;
+  s.setRefs.push_back(setName);
+  return s;
+}
+Stmt vmap(const Expr& key, const std::string& mapName) {
+  return {"{\"vmap\":{\"key\":" + key.json + ",\"data\":" + jsonString("@" + mapName) + "}}",
+          key.text + " vmap @" + mapName, {}, {mapName}};
+}
+Stmt jump(const std::string& chain) {
+  return {"{\"jump\":{\"target\":" + jsonString(chain) + "}}", "jump " + chain, {chain}, {}};
+}
+Stmt goTo(const std::string& chain) {
+  return {"{\"goto\":{\"target\":" + jsonString(chain) + "}}", "goto " + chain, {chain}, {}};
+}
+Stmt drop() { return {"{\"drop\":null}", "drop", {}, {}}; }
+Stmt ret() { return {"{\"return\":null}", "return", {}, {}}; }
+Stmt reject(Family f) {
+  // The explicit form is what nft lists back for a bare `reject`.
+  return {std::string("{\"reject\":{\"type\":\"") + (f == Family::IPv4 ? "icmp" : "icmpv6") +
+              "\",\"expr\":\"port-unreachable\"}}",
+          "reject", {}, {}};
+}
+Stmt dnatMap(Family f, const Expr& key, const std::string& mapName) {
+  return {std::string("{\"dnat\":{\"family\":\"") + familyName(f) + "\",\"addr\":{\"map\":{\"key\":" +
+              key.json + ",\"data\":" + jsonString("@" + mapName) + "}}}}",
+          std::string("dnat ") + familyName(f) + " to " + key.text + " map @" + mapName, {}, {mapName}};
+}
+Stmt masqueradeFullyRandom() {
+  return {"{\"masquerade\":{\"flags\":\"fully-random\"}}", "masquerade fully-random", {}, {}};
+}
+Stmt markSet(const Expr& value) {
+  return {"{\"mangle\":{\"key\":" + ex::meta("mark").json + ",\"value\":" + value.json + "}}",
+          "meta mark set " + value.text, {}, {}};
+}
+}  // namespace st
+
+Expr gotoVerdict(const std::string& chain) {
+  return {"{\"goto\":{\"target\":" + jsonString(chain) + "}}", "goto " + chain};
+}
+
+}  // namespace kpn::nft

@@ -1,0 +1,64 @@
+// Builders for the expressions and statements our rules use, each written in both of nft's
+// spellings at once: libnftables JSON, exactly as nft 1.0.6 lists it back (so a rule read from the
+// kernel compares equal to the rule we rendered), and native text (for --dry-run and logs).
+// Only this file knows nft syntax; everything above it composes builders.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kpn::nft {
+
+enum class Family { IPv4, IPv6 };
+const char* familyName(Family f);       // "ip" / "ip6": table family and payload protocol
+const char* addrTypeName(Family f);     // "ipv4_addr" / "ipv6_addr"
+
+struct Expr {
+  std::string json;
+  std::string text;
+};
+
+// A statement also records what it references, so the fake can check jumps and lookups.
+struct Stmt {
+  std::string json;
+  std::string text;
+  std::vector<std::string> chainRefs;
+  std::vector<std::string> setRefs;
+};
+
+namespace ex {
+Expr payload(const char* protocol, const char* field);  // ip daddr, th dport
+Expr meta(const char* key);                             // meta l4proto, meta mark
+Expr ct(const char* key);                               // ct state, ct status
+Expr symbol(const std::string& s);                      // tcp, new, dnat: a JSON string
+Expr addr(const std::string& canonicalIp);              // an address in canonical text form
+Expr number(int64_t n);
+Expr prefix(const std::string& canonicalIp, int len);
+Expr concat(const std::vector<Expr>& parts);
+Expr numgenRandom(uint32_t mod, uint32_t offset);
+Expr bitAnd(const Expr& e, uint32_t mask);
+Expr bitOr(const Expr& e, uint32_t mask);
+Expr bitXor(const Expr& e, uint32_t mask);
+}  // namespace ex
+
+namespace st {
+// op is "==", "!=" or "in" (a bit test, what nft uses for ct state/status).
+Stmt match(const Expr& left, const char* op, const Expr& right);
+Stmt matchSet(const Expr& left, const std::string& setName, bool negate = false);  // left @set
+Stmt vmap(const Expr& key, const std::string& mapName);                            // key vmap @map
+Stmt jump(const std::string& chain);
+Stmt goTo(const std::string& chain);
+Stmt drop();
+Stmt ret();
+Stmt reject(Family f);  // ICMP(v6) port unreachable: connect() fails with ECONNREFUSED
+// dnat <family> to <key> map @map, where the map yields address . port
+Stmt dnatMap(Family f, const Expr& key, const std::string& mapName);
+Stmt masqueradeFullyRandom();
+Stmt markSet(const Expr& value);
+}  // namespace st
+
+// Verdict values for verdict-map elements.
+Expr gotoVerdict(const std::string& chain);
+
+}  // namespace kpn::nft

@@ -1,0 +1,40 @@
+// An in-memory stand-in for the kernel's nftables, for unit tests without root. It applies
+// transactions atomically and refuses what the kernel refuses: jumps to missing chains, lookups of
+// missing sets, deleting what is absent or still referenced, re-adding a map key with a new value.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "nft/runner.h"
+
+namespace kpn::nft {
+
+class FakeRunner : public Runner {
+ public:
+  RunResult commit(const Transaction& txn) override;
+  RunResult declareStatic(const Ruleset& rs) override;
+  RunResult list(Family f, const std::string& table, ListedTable* out) override;
+  RunResult deleteTable(Family f, const std::string& table) override;
+
+  int commits = 0;         // successful non-empty commits
+  size_t lastOps = 0;      // operations in the last commit attempt
+  bool failNext = false;   // the next commit fails as a kernel rejection would
+
+  struct FakeSet {
+    SetDecl decl;
+    std::map<std::string, std::pair<std::string, std::vector<std::string>>> elements;  // key -> (value, chain refs)
+  };
+  struct FakeTable {
+    std::map<std::string, std::optional<Hook>> chains;
+    std::map<std::string, std::vector<Rule>> rules;
+    std::map<std::string, FakeSet> sets;
+  };
+  std::map<std::string, FakeTable> tables;  // "ip kube-proxy"
+
+ private:
+  static RunResult apply(std::map<std::string, FakeTable>& tables, const Op& op);
+};
+
+}  // namespace kpn::nft

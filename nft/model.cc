@@ -1,0 +1,35 @@
+#include "nft/model.h"
+
+namespace kpn::nft {
+
+Rule makeRule(const std::vector<Stmt>& stmts, std::string comment) {
+  Rule r;
+  r.exprJson = "[";
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    if (i) {
+      r.exprJson += ",";
+      r.text += " ";
+    }
+    r.exprJson += stmts[i].json;
+    r.text += stmts[i].text;
+    r.chainRefs.insert(r.chainRefs.end(), stmts[i].chainRefs.begin(), stmts[i].chainRefs.end());
+    r.setRefs.insert(r.setRefs.end(), stmts[i].setRefs.begin(), stmts[i].setRefs.end());
+  }
+  r.exprJson += "]";
+  r.comment = std::move(comment);
+  return r;
+}
+
+Element setElement(std::string set, Expr key, std::string comment) {
+  return Element{std::move(set), std::move(key), std::nullopt, std::move(comment), {}};
+}
+
+Element mapElement(std::string set, Expr key, Expr value, std::string comment) {
+  return Element{std::move(set), std::move(key), std::move(value), std::move(comment), {}};
+}
+
+Element verdictElement(std::string set, Expr key, const std::string& chain, std::string comment) {
+  return Element{std::move(set), std::move(key), gotoVerdict(chain), std::move(comment), {chain}};
+}
+
+}  // namespace kpn::nft

@@ -1,0 +1,86 @@
+// The desired (or committed) content of our nft tables as plain values.
+// A table is a few set/map declarations plus "parts": each part is what one owner (the base
+// layout, or one Service) contributes — its chains and its set/map elements. Parts are shared
+// immutable values, so an unchanged owner costs one pointer comparison when diffing.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nft/expr.h"
+
+namespace kpn::nft {
+
+struct Rule {
+  std::string exprJson;  // the rule's "expr" array, compact, as nft lists it
+  std::string text;      // native statements, without the comment
+  std::string comment;
+  std::vector<std::string> chainRefs, setRefs;
+  bool operator==(const Rule& o) const { return exprJson == o.exprJson && comment == o.comment; }
+  bool operator!=(const Rule& o) const { return !(*this == o); }
+};
+Rule makeRule(const std::vector<Stmt>& stmts, std::string comment = "");
+
+struct Hook {
+  std::string type;  // filter | nat
+  std::string hook;  // prerouting | input | forward | output | postrouting
+  int priority = 0;  // integers only: nft 1.0.6 JSON turns a named priority into a regular chain
+  bool operator==(const Hook& o) const { return type == o.type && hook == o.hook && priority == o.priority; }
+};
+
+struct Chain {
+  std::string name;
+  std::optional<Hook> hook;
+  std::vector<Rule> rules;
+  bool operator==(const Chain& o) const { return name == o.name && hook == o.hook && rules == o.rules; }
+};
+
+struct SetDecl {
+  std::string name;
+  std::vector<std::string> keyType;  // e.g. {"ipv4_addr","inet_proto","inet_service"}
+  std::string dataType;              // "" for a set, "verdict" for a verdict map
+  // Non-empty: a map nft 1.0.6 JSON cannot declare (typeof), declared once at start-up in native
+  // syntax, e.g. "numgen random mod 1 : ip daddr . tcp dport". keyType/dataType are then unused.
+  std::string typeofSpec;
+  bool operator==(const SetDecl& o) const {
+    return name == o.name && keyType == o.keyType && dataType == o.dataType && typeofSpec == o.typeofSpec;
+  }
+};
+
+struct Element {
+  std::string set;
+  Expr key;
+  std::optional<Expr> value;  // maps only
+  std::string comment;
+  std::vector<std::string> chainRefs;  // verdict targets
+  bool operator==(const Element& o) const {
+    return set == o.set && key.json == o.key.json && comment == o.comment &&
+           (value ? o.value && value->json == o.value->json : !o.value);
+  }
+};
+Element setElement(std::string set, Expr key, std::string comment = "");
+Element mapElement(std::string set, Expr key, Expr value, std::string comment = "");
+Element verdictElement(std::string set, Expr key, const std::string& gotoChain, std::string comment = "");
+
+struct Part {
+  std::vector<Chain> chains;
+  std::vector<Element> elements;
+  bool operator==(const Part& o) const { return chains == o.chains && elements == o.elements; }
+};
+using PartPtr = std::shared_ptr<const Part>;
+
+struct Table {
+  Family family = Family::IPv4;
+  std::string name;
+  std::vector<SetDecl> sets;
+  std::map<std::string, PartPtr> parts;  // by owner
+};
+
+struct Ruleset {
+  std::vector<Table> tables;
+};
+
+}  // namespace kpn::nft

@@ -1,0 +1,61 @@
+// The only code that talks to the kernel's nftables: libnftables, in-process.
+// Commits use their own context and never list (a list on the committing context would make every
+// later transaction fetch the full ruleset); listings use a second context.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nft/listing.h"
+#include "nft/model.h"
+#include "nft/transaction.h"
+
+struct nft_ctx;
+
+namespace kpn::nft {
+
+struct RunResult {
+  bool ok = true;
+  std::string error;  // libnftables' error text; it does not say which command failed
+};
+
+// What the syncer needs from "the kernel"; the fake implements it for tests.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // One atomic transaction. An empty transaction is not sent.
+  virtual RunResult commit(const Transaction& txn) = 0;
+  // Start-up declarations that nft 1.0.6 JSON cannot express (typeof maps), in native syntax, in
+  // their own transaction. Idempotent.
+  virtual RunResult declareStatic(const Ruleset& rs) = 0;
+  // Our table as the kernel holds it; exists=false when absent.
+  virtual RunResult list(Family f, const std::string& table, ListedTable* out) = 0;
+  virtual RunResult deleteTable(Family f, const std::string& table) = 0;  // absent is fine
+};
+
+class NftRunner : public Runner {
+ public:
+  NftRunner();
+  ~NftRunner() override;
+  RunResult commit(const Transaction& txn) override;
+  RunResult declareStatic(const Ruleset& rs) override;
+  RunResult list(Family f, const std::string& table, ListedTable* out) override;
+  RunResult deleteTable(Family f, const std::string& table) override;
+
+ private:
+  struct CtxDeleter {
+    void operator()(nft_ctx* c) const;
+  };
+  using Ctx = std::unique_ptr<nft_ctx, CtxDeleter>;
+  static Ctx newContext(bool json);
+  RunResult run(nft_ctx* ctx, const std::string& buf);
+  Ctx commitCtx_;  // JSON in/out; never lists
+  Ctx listCtx_;    // JSON listings only
+  Ctx nativeCtx_;  // native syntax: start-up declarations, table deletion
+};
+
+// The native text of the start-up declarations (table + typeof maps) of a ruleset.
+std::string staticDeclarationsText(const Ruleset& rs);
+
+}  // namespace kpn::nft

@@ -1,0 +1,220 @@
+#include "nft/transaction.h"
+
+#include "nft/json_text.h"
+
+namespace kpn::nft {
+
+namespace {
+
+Op makeOp(Verb v, Kind k, Family f, const std::string& table, const std::string& name) {
+  Op op{v, k, f, table, name, std::nullopt, {}, {}, {}};
+  return op;
+}
+
+const char* verbName(Verb v) {
+  switch (v) {
+    case Verb::Add: return "add";
+    case Verb::Flush: return "flush";
+    case Verb::Delete: return "delete";
+  }
+  return "?";
+}
+
+void appendObjectHead(std::string& out, const Op& op) {
+  out += "\"family\":\"";
+  out += familyName(op.family);
+  out += "\",\"table\":";
+  appendJsonString(out, op.table);
+}
+
+void appendTypeJson(std::string& out, const std::vector<std::string>& types) {
+  if (types.size() == 1) {
+    appendJsonString(out, types[0]);
+    return;
+  }
+  out += "[";
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (i) out += ",";
+    appendJsonString(out, types[i]);
+  }
+  out += "]";
+}
+
+// One element as it goes into an "elem" array; keysOnly for deletes.
+void appendElementJson(std::string& out, const Element& e, bool keysOnly) {
+  std::string key = e.key.json;
+  if (!keysOnly && !e.comment.empty()) {
+    key = "{\"elem\":{\"val\":" + e.key.json + ",\"comment\":" + jsonString(e.comment) + "}}";
+  }
+  if (keysOnly || !e.value) {
+    out += key;
+  } else {
+    out += "[" + key + "," + e.value->json + "]";
+  }
+}
+
+std::string elementText(const Element& e, bool keysOnly) {
+  std::string s = e.key.text;
+  if (!keysOnly && !e.comment.empty()) s += " comment " + nftQuoted(e.comment);
+  if (!keysOnly && e.value) s += " : " + e.value->text;
+  return s;
+}
+
+std::string typeText(const std::vector<std::string>& types) {
+  std::string s;
+  for (size_t i = 0; i < types.size(); ++i) s += (i ? " . " : "") + types[i];
+  return s;
+}
+
+}  // namespace
+
+void Transaction::addTable(Family f, const std::string& t) { ops_.push_back(makeOp(Verb::Add, Kind::Table, f, t, "")); }
+void Transaction::flushTable(Family f, const std::string& t) { ops_.push_back(makeOp(Verb::Flush, Kind::Table, f, t, "")); }
+void Transaction::addChain(Family f, const std::string& t, const std::string& c, const std::optional<Hook>& hook) {
+  ops_.push_back(makeOp(Verb::Add, Kind::Chain, f, t, c));
+  ops_.back().hook = hook;
+}
+void Transaction::flushChain(Family f, const std::string& t, const std::string& c) { ops_.push_back(makeOp(Verb::Flush, Kind::Chain, f, t, c)); }
+void Transaction::deleteChain(Family f, const std::string& t, const std::string& c) { ops_.push_back(makeOp(Verb::Delete, Kind::Chain, f, t, c)); }
+void Transaction::addRule(Family f, const std::string& t, const std::string& c, const Rule& r) {
+  ops_.push_back(makeOp(Verb::Add, Kind::Rule, f, t, c));
+  ops_.back().rule = r;
+}
+void Transaction::addSet(Family f, const std::string& t, const SetDecl& s) {
+  ops_.push_back(makeOp(Verb::Add, Kind::Set, f, t, s.name));
+  ops_.back().set = s;
+}
+void Transaction::deleteSet(Family f, const std::string& t, const SetDecl& s) {
+  ops_.push_back(makeOp(Verb::Delete, Kind::Set, f, t, s.name));
+  ops_.back().set = s;
+}
+void Transaction::addElement(Family f, const std::string& t, const Element& e) {
+  ops_.push_back(makeOp(Verb::Add, Kind::Element, f, t, e.set));
+  ops_.back().element = e;
+}
+void Transaction::deleteElement(Family f, const std::string& t, const Element& e) {
+  ops_.push_back(makeOp(Verb::Delete, Kind::Element, f, t, e.set));
+  ops_.back().element = e;
+}
+void Transaction::append(const Transaction& other) { ops_.insert(ops_.end(), other.ops_.begin(), other.ops_.end()); }
+
+std::string Transaction::toJson() const {
+  std::string out = "{\"nftables\":[";
+  bool first = true;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Op& op = ops_[i];
+    if (!first) out += ",\n";
+    first = false;
+    out += "{\"";
+    out += verbName(op.verb);
+    out += "\":{";
+    switch (op.kind) {
+      case Kind::Table:
+        out += "\"table\":{\"family\":\"";
+        out += familyName(op.family);
+        out += "\",\"name\":" + jsonString(op.table) + "}";
+        break;
+      case Kind::Chain:
+        out += "\"chain\":{";
+        appendObjectHead(out, op);
+        out += ",\"name\":" + jsonString(op.name);
+        if (op.verb == Verb::Add && op.hook) {
+          out += ",\"type\":" + jsonString(op.hook->type) + ",\"hook\":" + jsonString(op.hook->hook) +
+                 ",\"prio\":" + std::to_string(op.hook->priority) + ",\"policy\":\"accept\"";
+        }
+        out += "}";
+        break;
+      case Kind::Rule:
+        out += "\"rule\":{";
+        appendObjectHead(out, op);
+        out += ",\"chain\":" + jsonString(op.name);
+        if (!op.rule.comment.empty()) out += ",\"comment\":" + jsonString(op.rule.comment);
+        out += ",\"expr\":" + op.rule.exprJson + "}";
+        break;
+      case Kind::Set: {
+        bool isMap = !op.set.dataType.empty() || !op.set.typeofSpec.empty();
+        out += isMap ? "\"map\":{" : "\"set\":{";
+        appendObjectHead(out, op);
+        out += ",\"name\":" + jsonString(op.name);
+        if (op.verb == Verb::Add) {
+          out += ",\"type\":";
+          appendTypeJson(out, op.set.keyType);
+          if (isMap) out += ",\"map\":" + jsonString(op.set.dataType);
+        }
+        out += "}";
+        break;
+      }
+      case Kind::Element: {
+        out += "\"element\":{";
+        appendObjectHead(out, op);
+        out += ",\"name\":" + jsonString(op.name) + ",\"elem\":[";
+        // Batch the run of element operations with the same verb on the same set.
+        size_t j = i;
+        for (; j < ops_.size(); ++j) {
+          const Op& o = ops_[j];
+          if (o.kind != Kind::Element || o.verb != op.verb || o.family != op.family || o.name != op.name ||
+              o.table != op.table)
+            break;
+          if (j != i) out += ",";
+          appendElementJson(out, o.element, op.verb == Verb::Delete);
+        }
+        i = j - 1;
+        out += "]}";
+        break;
+      }
+    }
+    out += "}}";
+  }
+  out += "]}";
+  return out;
+}
+
+std::string Transaction::toText() const {
+  std::string out;
+  for (const Op& op : ops_) {
+    std::string head = std::string(verbName(op.verb)) + " ";
+    std::string where = std::string(familyName(op.family)) + " " + op.table;
+    switch (op.kind) {
+      case Kind::Table:
+        out += head + "table " + where + "\n";
+        break;
+      case Kind::Chain:
+        out += head + "chain " + where + " " + op.name;
+        if (op.verb == Verb::Add && op.hook) {
+          out += " { type " + op.hook->type + " hook " + op.hook->hook + " priority " +
+                 std::to_string(op.hook->priority) + " ; policy accept ; }";
+        }
+        out += "\n";
+        break;
+      case Kind::Rule:
+        out += head + "rule " + where + " " + op.name + " " + op.rule.text;
+        if (!op.rule.comment.empty()) out += " comment " + nftQuoted(op.rule.comment);
+        out += "\n";
+        break;
+      case Kind::Set:
+        if (op.verb == Verb::Add && !op.set.typeofSpec.empty()) {
+          out += nativeTypeofDeclaration(op.family, op.table, op.set) + "\n";
+        } else if (op.verb == Verb::Add) {
+          bool isMap = !op.set.dataType.empty();
+          out += head + (isMap ? "map " : "set ") + where + " " + op.name + " { type " + typeText(op.set.keyType) +
+                 (isMap ? " : " + op.set.dataType : "") + " ; }\n";
+        } else {
+          bool isMap = !op.set.dataType.empty() || !op.set.typeofSpec.empty();
+          out += head + (isMap ? "map " : "set ") + where + " " + op.name + "\n";
+        }
+        break;
+      case Kind::Element:
+        out += head + "element " + where + " " + op.name + " { " +
+               elementText(op.element, op.verb == Verb::Delete) + " }\n";
+        break;
+    }
+  }
+  return out;
+}
+
+std::string nativeTypeofDeclaration(Family f, const std::string& table, const SetDecl& set) {
+  return std::string("add map ") + familyName(f) + " " + table + " " + set.name + " { typeof " +
+         set.typeofSpec + " ; }";
+}
+
+}  // namespace kpn::nft

@@ -1,0 +1,58 @@
+// An ordered list of nft operations, committed as one atomic transaction, written either as
+// libnftables JSON (what the daemon commits) or as native nft text (--dry-run, logs).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nft/model.h"
+
+namespace kpn::nft {
+
+enum class Verb { Add, Flush, Delete };
+enum class Kind { Table, Chain, Rule, Set, Element };
+
+struct Op {
+  Verb verb;
+  Kind kind;
+  Family family;
+  std::string table;
+  std::string name;         // chain name (Chain, Rule) or set name (Set, Element)
+  std::optional<Hook> hook; // add chain
+  SetDecl set;              // add set
+  Rule rule;                // add rule
+  Element element;          // add/delete element
+};
+
+class Transaction {
+ public:
+  void addTable(Family f, const std::string& table);
+  void flushTable(Family f, const std::string& table);
+  void addChain(Family f, const std::string& table, const std::string& chain, const std::optional<Hook>& hook);
+  void flushChain(Family f, const std::string& table, const std::string& chain);
+  void deleteChain(Family f, const std::string& table, const std::string& chain);
+  void addRule(Family f, const std::string& table, const std::string& chain, const Rule& rule);
+  void addSet(Family f, const std::string& table, const SetDecl& set);
+  void deleteSet(Family f, const std::string& table, const SetDecl& set);
+  void addElement(Family f, const std::string& table, const Element& e);
+  void deleteElement(Family f, const std::string& table, const Element& e);
+  void append(const Transaction& other);
+
+  const std::vector<Op>& ops() const { return ops_; }
+  size_t size() const { return ops_.size(); }
+  bool empty() const { return ops_.empty(); }
+
+  // {"nftables":[...]}; consecutive element operations on one set share one command.
+  std::string toJson() const;
+  // Native nft syntax, one command per line; loads with `nft -f`.
+  std::string toText() const;
+
+ private:
+  std::vector<Op> ops_;
+};
+
+// The native declaration of a typeof map (nft 1.0.6 JSON cannot express it), built only from our
+// own constant names: "add map ip kube-proxy backends-tcp-0 { typeof ... ; }".
+std::string nativeTypeofDeclaration(Family f, const std::string& table, const SetDecl& set);
+
+}  // namespace kpn::nft

@@ -1,0 +1,16 @@
+// The RapidJSON-facing half of decode.h, kept apart so that only the callers that already hold a
+// RapidJSON value (the manifest decoder, the API-watch source) see RapidJSON at all.
+#pragma once
+
+#include <rapidjson/fwd.h>
+
+#include "pkg/api/decode.h"
+
+namespace kpn::api {
+
+// Decodes one object, or every item of a List / ServiceList / EndpointSliceList / NodeList, into
+// `out`. A JSON null is no object (an empty YAML document); anything else that is not a valid
+// Service, EndpointSlice or Node adds one line to out.errors. Never throws.
+void decodeObject(const rapidjson::Value& v, DecodedObjects& out);
+
+}  // namespace kpn::api

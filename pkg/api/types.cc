@@ -1,0 +1,63 @@
+#include "pkg/api/types.h"
+
+#include <tuple>
+
+namespace kpn::api {
+
+const char* protocolName(Protocol p) {
+  switch (p) {
+    case Protocol::TCP: return "tcp";
+    case Protocol::UDP: return "udp";
+    case Protocol::SCTP: return "sctp";
+  }
+  return "tcp";  // unreachable; keeps -Wreturn-type quiet
+}
+
+// Every comparison below lists every field: a forgotten field would make the store treat a real
+// change as "unchanged" and the renderer would never see it.
+
+bool operator==(const ServicePort& a, const ServicePort& b) {
+  return std::tie(a.name, a.protocol, a.port, a.nodePort, a.targetPort) ==
+         std::tie(b.name, b.protocol, b.port, b.nodePort, b.targetPort);
+}
+
+bool operator==(const LoadBalancerIngress& a, const LoadBalancerIngress& b) {
+  return std::tie(a.ip, a.hostname, a.ipMode) == std::tie(b.ip, b.hostname, b.ipMode);
+}
+
+bool operator==(const EndpointPort& a, const EndpointPort& b) {
+  return std::tie(a.name, a.protocol, a.port) == std::tie(b.name, b.protocol, b.port);
+}
+
+bool operator==(const EndpointConditions& a, const EndpointConditions& b) {
+  return std::tie(a.ready, a.serving, a.terminating) == std::tie(b.ready, b.serving, b.terminating);
+}
+
+bool operator==(const Endpoint& a, const Endpoint& b) {
+  return std::tie(a.addresses, a.conditions, a.nodeName, a.zone, a.hintZones, a.hintNodes) ==
+         std::tie(b.addresses, b.conditions, b.nodeName, b.zone, b.hintZones, b.hintNodes);
+}
+
+bool operator==(const Service& a, const Service& b) {
+  return a.meta == b.meta && a.type == b.type && a.clusterIPs == b.clusterIPs &&
+         a.headless == b.headless && a.ports == b.ports && a.externalIPs == b.externalIPs &&
+         a.loadBalancerSourceRanges == b.loadBalancerSourceRanges &&
+         a.loadBalancerIngress == b.loadBalancerIngress &&
+         a.externalTrafficPolicy == b.externalTrafficPolicy &&
+         a.internalTrafficPolicy == b.internalTrafficPolicy &&
+         a.sessionAffinity == b.sessionAffinity &&
+         a.sessionAffinityTimeoutSeconds == b.sessionAffinityTimeoutSeconds &&
+         a.healthCheckNodePort == b.healthCheckNodePort &&
+         a.trafficDistribution == b.trafficDistribution;
+}
+
+bool operator==(const EndpointSlice& a, const EndpointSlice& b) {
+  return a.meta == b.meta && a.serviceName == b.serviceName && a.addressType == b.addressType &&
+         a.ports == b.ports && a.endpoints == b.endpoints;
+}
+
+bool operator==(const Node& a, const Node& b) {
+  return a.meta == b.meta && a.podCIDRs == b.podCIDRs && a.addresses == b.addresses;
+}
+
+}  // namespace kpn::api

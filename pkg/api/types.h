@@ -1,0 +1,110 @@
+// Kubernetes API objects, reduced to the fields a service proxy reads.
+// Plain value types: decoded once at the edge, compared and copied freely afterwards.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kpn::api {
+
+enum class Protocol { TCP, UDP, SCTP };
+enum class IPFamily { V4, V6 };
+
+// "tcp" / "udp" / "sctp": the spelling nft and chain names use.
+const char* protocolName(Protocol p);
+
+struct ObjectMeta {
+  std::string ns;    // "default" when the manifest had none
+  std::string name;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::string creationTimestamp;  // RFC 3339 as printed by the API server; "" when absent
+  std::string resourceVersion;
+};
+
+struct ServicePort {
+  std::string name;       // may be empty for a single-port service
+  Protocol protocol = Protocol::TCP;
+  int32_t port = 0;       // 1..65535
+  int32_t nodePort = 0;   // 0 when unset
+  std::string targetPort; // informational: the endpoint port comes from the EndpointSlice
+};
+
+struct LoadBalancerIngress {
+  std::string ip;        // canonical text form, "" when only a hostname was given
+  std::string hostname;
+  std::string ipMode;    // "VIP", "Proxy" or ""
+};
+
+struct Service {
+  ObjectMeta meta;
+  std::string type = "ClusterIP";        // ClusterIP | NodePort | LoadBalancer | ExternalName
+  std::vector<std::string> clusterIPs;   // canonical text; "None" is kept out (headless below)
+  bool headless = false;                 // clusterIP: None
+  std::vector<ServicePort> ports;
+  std::vector<std::string> externalIPs;
+  std::vector<std::string> loadBalancerSourceRanges;
+  std::vector<LoadBalancerIngress> loadBalancerIngress;
+  std::string externalTrafficPolicy = "Cluster";
+  std::string internalTrafficPolicy = "Cluster";
+  std::string sessionAffinity = "None";
+  int32_t sessionAffinityTimeoutSeconds = 10800;
+  int32_t healthCheckNodePort = 0;
+  std::string trafficDistribution;
+};
+
+struct EndpointPort {
+  std::string name;
+  Protocol protocol = Protocol::TCP;
+  std::optional<int32_t> port;  // absent port: the endpoint is unusable for this port
+};
+
+struct EndpointConditions {
+  std::optional<bool> ready, serving, terminating;
+  // Upstream semantics: a missing ready or serving counts as true.
+  bool isReady() const { return !ready || *ready; }
+  bool isServing() const { return !serving || *serving; }
+  bool isTerminating() const { return terminating && *terminating; }
+};
+
+struct Endpoint {
+  std::vector<std::string> addresses;  // canonical text, all of the slice's address type
+  EndpointConditions conditions;
+  std::string nodeName;
+  std::string zone;
+  std::vector<std::string> hintZones;
+  std::vector<std::string> hintNodes;
+};
+
+struct EndpointSlice {
+  ObjectMeta meta;
+  std::string serviceName;  // label kubernetes.io/service-name
+  std::string addressType;  // IPv4 | IPv6 | FQDN
+  std::vector<EndpointPort> ports;
+  std::vector<Endpoint> endpoints;
+};
+
+struct Node {
+  ObjectMeta meta;
+  std::vector<std::string> podCIDRs;
+  std::vector<std::pair<std::string, std::string>> addresses;  // (type, address)
+};
+
+inline bool operator==(const ObjectMeta& a, const ObjectMeta& b) {
+  return a.ns == b.ns && a.name == b.name && a.labels == b.labels &&
+         a.annotations == b.annotations && a.creationTimestamp == b.creationTimestamp &&
+         a.resourceVersion == b.resourceVersion;
+}
+bool operator==(const ServicePort& a, const ServicePort& b);
+bool operator==(const LoadBalancerIngress& a, const LoadBalancerIngress& b);
+bool operator==(const EndpointPort& a, const EndpointPort& b);
+bool operator==(const EndpointConditions& a, const EndpointConditions& b);
+bool operator==(const Endpoint& a, const Endpoint& b);
+bool operator==(const Service& a, const Service& b);
+bool operator==(const EndpointSlice& a, const EndpointSlice& b);
+bool operator==(const Node& a, const Node& b);
+
+}  // namespace kpn::api

@@ -1,0 +1,106 @@
+#include "pkg/render/layout.h"
+
+namespace kpn::render {
+
+using namespace kpn::nft;
+
+namespace {
+
+const api::Protocol kProtocols[] = {api::Protocol::TCP, api::Protocol::UDP, api::Protocol::SCTP};
+
+std::string portKey(const api::ServicePort& p) { return p.name.empty() ? std::to_string(p.port) : p.name; }
+
+// FNV-1a: stable across runs and builds, unlike std::hash.
+uint32_t stableHash(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+Expr daddr(Family f) { return ex::payload(familyName(f), "daddr"); }
+Expr saddr(Family f) { return ex::payload(familyName(f), "saddr"); }
+Expr serviceKeyExpr(Family f) { return ex::concat({daddr(f), ex::meta("l4proto"), ex::payload("th", "dport")}); }
+Stmt ctStateNew() { return st::match(ex::ct("state"), "in", ex::symbol("new")); }
+
+Chain baseChain(const char* name, const char* type, const char* hook, int prio, std::vector<Rule> rules) {
+  return Chain{name, Hook{type, hook, prio}, std::move(rules)};
+}
+
+}  // namespace
+
+std::string serviceChainName(const api::Service& svc, const api::ServicePort& port) {
+  return "service-" + svc.meta.ns + "/" + svc.meta.name + "/" + api::protocolName(port.protocol) + "/" + portKey(port);
+}
+
+std::string servicePortComment(const api::Service& svc, const api::ServicePort& port) {
+  return svc.meta.ns + "/" + svc.meta.name + ":" + portKey(port);
+}
+
+std::string backendsMapName(api::Protocol proto, const std::string& chainName, int shards) {
+  return std::string("backends-") + api::protocolName(proto) + "-" + std::to_string(stableHash(chainName) % shards);
+}
+
+Family toNftFamily(net::Family f) { return f == net::Family::V4 ? Family::IPv4 : Family::IPv6; }
+
+std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
+  std::string addr = addrTypeName(f);
+  std::vector<SetDecl> decls = {
+      {kClusterIPs, {addr}, "", ""},
+      {kServiceIPs, {addr, "inet_proto", "inet_service"}, "verdict", ""},
+      {kNoEndpointServices, {addr, "inet_proto", "inet_service"}, "verdict", ""},
+      {kHairpin, {addr, addr}, "", ""},
+  };
+  // nft needs the protocol in the typeof of a map that yields a port, and refuses a rule whose
+  // protocol differs, so each protocol has its own shards.
+  for (api::Protocol p : kProtocols)
+    for (int k = 0; k < cfg.backendShards; ++k)
+      decls.push_back({std::string("backends-") + api::protocolName(p) + "-" + std::to_string(k), {}, "",
+                       std::string("numgen random mod 1 : ") + familyName(f) + " daddr . " + api::protocolName(p) +
+                           " dport"});
+  return decls;
+}
+
+PartPtr renderBasePart(Family f, const NodeConfig& cfg) {
+  auto part = std::make_shared<Part>();
+  const uint32_t mark = cfg.masqueradeMark;
+  std::vector<Rule> services;
+  const auto& cidr = f == Family::IPv4 ? cfg.clusterCidrV4 : cfg.clusterCidrV6;
+  if (cfg.masqueradeAll) {
+    services.push_back(makeRule({st::matchSet(daddr(f), kClusterIPs), st::markSet(ex::bitOr(ex::meta("mark"), mark))},
+                                "masquerade all ClusterIP traffic"));
+  } else if (cidr) {
+    services.push_back(makeRule({st::matchSet(daddr(f), kClusterIPs),
+                                 st::match(saddr(f), "!=", ex::prefix(cidr->address, cidr->prefixLen)),
+                                 st::markSet(ex::bitOr(ex::meta("mark"), mark))},
+                                "masquerade ClusterIP traffic from outside the cluster CIDR"));
+  }
+  services.push_back(makeRule({st::vmap(serviceKeyExpr(f), kServiceIPs)}));
+
+  part->chains = {
+      baseChain("nat-prerouting", "nat", "prerouting", -100, {makeRule({st::jump(kServicesChain)})}),
+      baseChain("nat-output", "nat", "output", -100, {makeRule({st::jump(kServicesChain)})}),
+      baseChain("nat-postrouting", "nat", "postrouting", 100, {makeRule({st::jump("masquerading")})}),
+      baseChain("filter-input", "filter", "input", 0, {makeRule({ctStateNew(), st::jump("service-endpoints-check")})}),
+      baseChain("filter-forward", "filter", "forward", 0,
+                {makeRule({ctStateNew(), st::jump("service-endpoints-check")}),
+                 makeRule({ctStateNew(), st::jump("cluster-ips-check")})}),
+      baseChain("filter-output", "filter", "output", 0,
+                {makeRule({ctStateNew(), st::jump("service-endpoints-check")}),
+                 makeRule({ctStateNew(), st::jump("cluster-ips-check")})}),
+      Chain{kServicesChain, std::nullopt, std::move(services)},
+      Chain{"masquerading", std::nullopt,
+            {makeRule({st::match(ex::bitAnd(ex::meta("mark"), mark), "==", ex::number(mark)),
+                       st::markSet(ex::bitXor(ex::meta("mark"), mark)), st::masqueradeFullyRandom()}),
+             makeRule({st::match(ex::ct("status"), "in", ex::symbol("dnat")),
+                       st::matchSet(ex::concat({saddr(f), daddr(f)}), kHairpin), st::masqueradeFullyRandom()},
+                      "hairpin: an endpoint reaching itself through a service")}},
+      Chain{"service-endpoints-check", std::nullopt, {makeRule({st::vmap(serviceKeyExpr(f), kNoEndpointServices)})}},
+      Chain{"cluster-ips-check", std::nullopt,
+            {makeRule({st::matchSet(daddr(f), kClusterIPs), st::reject(f)},
+                      "Reject traffic to invalid ports of ClusterIPs")}},
+      Chain{kRejectChain, std::nullopt, {makeRule({st::reject(f)}, "helper for @no-endpoint-services")}},
+  };
+  return part;
+}
+
+}  // namespace kpn::render

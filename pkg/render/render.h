@@ -1,0 +1,50 @@
+// State + node config -> the desired ruleset (both families).
+// renderServicePart is the pure core: one Service and its slices -> that Service's part of one
+// family's table. The Renderer around it reuses the previous part of every Service whose objects
+// did not change, which must equal a from-scratch render with the same backend slots (tested).
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nft/listing.h"
+#include "nft/model.h"
+#include "pkg/render/backend_slots.h"
+#include "pkg/render/node_config.h"
+#include "pkg/state/cluster_state.h"
+
+namespace kpn::render {
+
+// Services that get no rules: headless, ExternalName, or handled by another proxy.
+bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg);
+
+// Null when the service has nothing in this family.
+nft::PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
+                               const NodeConfig& cfg, nft::Family family, BackendSlots& slots);
+
+class Renderer {
+ public:
+  explicit Renderer(NodeConfig cfg);
+
+  // Renders everything. With `changed` (service keys), services outside it reuse their previous
+  // parts; without it, every service is rendered again.
+  nft::Ruleset render(const state::ClusterState& st, const std::set<std::string>* changed);
+
+  // Start-up: take over the backend ranges our tables already use, so the first sync after a
+  // restart keeps every element where it is.
+  void adoptSlots(const std::vector<nft::ListedTable>& kernel);
+
+  const NodeConfig& config() const { return cfg_; }
+  const BackendSlots& slots() const { return slots_; }
+  void setSlots(BackendSlots s) { slots_ = std::move(s); }
+  // The declarations-only ruleset (no parts): what the start-up native transaction needs.
+  nft::Ruleset skeleton() const;
+
+ private:
+  NodeConfig cfg_;
+  BackendSlots slots_;
+  std::vector<nft::Table> last_;  // the previous render, one table per family
+};
+
+}  // namespace kpn::render

@@ -1,0 +1,67 @@
+// The --manifests=DIR source: the Services, EndpointSlices and this node's Node found in the
+// top-level *.yaml, *.yml and *.json files of a folder, kept up to date with inotify.
+//
+// Per file it remembers what the file last parsed to, so that a change costs in proportion to the
+// changed file: a file that no longer parses keeps its previous objects (an editor's half-saved
+// file must not take services down), a deleted or moved-out file drops its objects, and an object
+// defined in several files comes from the first file in byte order of names. A missing folder is
+// an empty one; the watch is re-added when it appears.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "pkg/source/manifest_merge.h"
+#include "pkg/source/unique_fd.h"
+#include "pkg/state/cluster_state.h"
+
+namespace kpn::source {
+
+class ManifestDir {
+ public:
+  // `nodeName`: only the Node of that name is used (the --hostname-override value).
+  // `retryInterval`: how often to look for the folder while it does not exist.
+  ManifestDir(std::string dir, std::string nodeName, state::ClusterState& state,
+              std::chrono::milliseconds retryInterval = std::chrono::seconds(2));
+  ~ManifestDir();  // the fds close with their owners
+  ManifestDir(const ManifestDir&) = delete;
+  ManifestDir& operator=(const ManifestDir&) = delete;
+
+  // Watch the folder and read every file in it. Returns true if the state changed.
+  bool start();
+  // Readable when there is something for processEvents to do (folder events, or time to look
+  // for a missing folder again). Valid from construction on.
+  int fd() const { return epoll_.get(); }
+  // Drains the pending events and re-reads just the files they name; never blocks. Returns true
+  // if the state changed.
+  bool processEvents();
+
+  // Objects skipped because they failed to decode or validate, since start (for a metric).
+  uint64_t skippedObjects() const { return skipped_; }
+  // Whether the folder exists and is being watched.
+  bool watching() const { return wd_ >= 0; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  bool tryWatch();
+  bool rescan();
+  // Re-reads one file (or drops it when it is gone or no longer a regular file).
+  bool reload(const std::string& name);
+  bool forgetEverything();
+  void armRetryTimer(bool on);
+
+  const std::string dir_;
+  const std::string nodeName_;
+  const std::chrono::milliseconds retryInterval_;
+  ManifestMerge merge_;
+  UniqueFd inotify_, timer_, epoll_;
+  int wd_ = -1;
+  bool missingLogged_ = false;
+  uint64_t skipped_ = 0;
+};
+
+// Whether a folder entry is a manifest: *.yaml, *.yml or *.json, not hidden.
+bool isManifestFileName(const std::string& name);
+
+}  // namespace kpn::source

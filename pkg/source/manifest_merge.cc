@@ -1,0 +1,186 @@
+#include "pkg/source/manifest_merge.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace kpn::source {
+namespace {
+
+const char* kindName(const api::Service*) { return "Service"; }
+const char* kindName(const api::EndpointSlice*) { return "EndpointSlice"; }
+const char* kindName(const api::Node*) { return "Node"; }
+
+template <class T>
+std::string keyOf(const T& o) {
+  return o.meta.ns.empty() ? o.meta.name : o.meta.ns + "/" + o.meta.name;
+}
+
+// The file's objects as (key, object), sorted by key; a later duplicate within the file is
+// dropped, so the file's first definition wins (as it would for the file's earlier documents).
+template <class T>
+std::vector<std::pair<std::string, std::shared_ptr<const T>>> keyed(std::vector<T>&& objs, const std::string& file) {
+  std::vector<std::pair<std::string, std::shared_ptr<const T>>> out;
+  out.reserve(objs.size());
+  for (T& o : objs) {
+    std::string key = keyOf(o);
+    out.emplace_back(std::move(key), std::make_shared<const T>(std::move(o)));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto dup = std::unique(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return false;
+    LOG(WARNING) << "manifests: " << file << ": " << kindName(static_cast<const T*>(nullptr)) << " " << b.first
+                 << " is defined twice in the file; the first definition is used";
+    return true;
+  });
+  out.erase(dup, out.end());
+  return out;
+}
+
+}  // namespace
+
+bool ManifestMerge::setFile(const std::string& file, api::DecodedObjects objs) {
+  FileKeys& keys = files_[file];
+  bool changed = update(services_, file, keys.services, keyed(std::move(objs.services), file));
+  changed |= update(slices_, file, keys.slices, keyed(std::move(objs.slices), file));
+  changed |= update(nodes_, file, keys.nodes, keyed(std::move(objs.nodes), file));
+  return changed;
+}
+
+bool ManifestMerge::dropFile(const std::string& file) {
+  auto it = files_.find(file);
+  if (it == files_.end()) return false;
+  bool changed = false;
+  for (const auto& key : it->second.services) changed |= unclaim(services_, key, file);
+  for (const auto& key : it->second.slices) changed |= unclaim(slices_, key, file);
+  for (const auto& key : it->second.nodes) changed |= unclaim(nodes_, key, file);
+  files_.erase(it);
+  return changed;
+}
+
+bool ManifestMerge::dropAll() {
+  bool changed = false;
+  while (!files_.empty()) changed |= dropFile(files_.begin()->first);
+  return changed;
+}
+
+size_t ManifestMerge::objectCount(const std::string& file) const {
+  auto it = files_.find(file);
+  if (it == files_.end()) return 0;
+  return it->second.services.size() + it->second.slices.size() + it->second.nodes.size();
+}
+
+std::vector<std::string> ManifestMerge::files() const {
+  std::vector<std::string> out;
+  for (const auto& f : files_) out.push_back(f.first);
+  return out;
+}
+
+template <class T>
+bool ManifestMerge::update(Claims<T>& claims, const std::string& file, std::vector<std::string>& keys,
+                           std::vector<std::pair<std::string, std::shared_ptr<const T>>> objs) {
+  // Walk the file's old keys and new objects side by side (both sorted): keys only in the old
+  // list are released, everything in the new list is (re)claimed.
+  bool changed = false;
+  size_t i = 0;
+  for (auto& [key, obj] : objs) {
+    for (; i < keys.size() && keys[i] < key; ++i) changed |= unclaim(claims, keys[i], file);
+    if (i < keys.size() && keys[i] == key) ++i;
+    changed |= claim(claims, key, file, std::move(obj));
+  }
+  for (; i < keys.size(); ++i) changed |= unclaim(claims, keys[i], file);
+  keys.clear();
+  keys.reserve(objs.size());
+  for (auto& kv : objs) keys.push_back(std::move(kv.first));
+  return changed;
+}
+
+template <class T>
+bool ManifestMerge::claim(Claims<T>& claims, const std::string& key, const std::string& file,
+                          std::shared_ptr<const T> obj) {
+  auto& owners = claims[key];
+  std::shared_ptr<const T> before = owners.empty() ? nullptr : owners.begin()->second;
+  auto [it, inserted] = owners.insert_or_assign(file, std::move(obj));
+  const char* kind = kindName(static_cast<const T*>(nullptr));
+  if (it != owners.begin()) {
+    if (inserted)
+      LOG(WARNING) << "manifests: " << file << ": " << kind << " " << key << " is ignored: "
+                   << owners.begin()->first << " defines it too and comes first in name order";
+    return false;
+  }
+  if (inserted && owners.size() > 1)
+    LOG(WARNING) << "manifests: " << file << ": " << kind << " " << key << " overrides the copy in "
+                 << std::next(owners.begin())->first << " (first file in name order wins)";
+  return publish(before, it->second);
+}
+
+template <class T>
+bool ManifestMerge::unclaim(Claims<T>& claims, const std::string& key, const std::string& file) {
+  auto cit = claims.find(key);
+  if (cit == claims.end()) return false;
+  auto& owners = cit->second;
+  auto it = owners.find(file);
+  if (it == owners.end()) return false;
+  bool wasWinner = it == owners.begin();
+  std::shared_ptr<const T> before = std::move(it->second);
+  owners.erase(it);
+  if (!wasWinner) return false;
+  std::shared_ptr<const T> after;
+  if (!owners.empty()) {
+    after = owners.begin()->second;
+    LOG(INFO) << "manifests: " << kindName(static_cast<const T*>(nullptr)) << " " << key << " now comes from "
+              << owners.begin()->first << " (" << file << " no longer defines it)";
+  } else {
+    claims.erase(cit);
+  }
+  return publish(before, after);
+}
+
+// The store ignores an upsert of an equal value (keeping its old pointer), so comparing the
+// pointer it holds before and after tells whether anything really changed.
+
+bool ManifestMerge::publish(const std::shared_ptr<const api::Service>& before,
+                            const std::shared_ptr<const api::Service>& after) {
+  const api::Service& ref = after ? *after : *before;
+  std::string key = state::serviceKey(ref.meta.ns, ref.meta.name);
+  auto it = state_.services.find(key);
+  const api::Service* old = it == state_.services.end() ? nullptr : it->second.get();
+  if (after) {
+    state_.upsertService(after);
+    return state_.services[key].get() != old;
+  }
+  state_.deleteService(ref.meta.ns, ref.meta.name);
+  return old != nullptr;
+}
+
+bool ManifestMerge::publish(const std::shared_ptr<const api::EndpointSlice>& before,
+                            const std::shared_ptr<const api::EndpointSlice>& after) {
+  auto held = [this](const api::EndpointSlice& s) -> const api::EndpointSlice* {
+    auto svc = state_.slicesByService.find(state::serviceKey(s.meta.ns, s.serviceName));
+    if (svc == state_.slicesByService.end()) return nullptr;
+    auto it = svc->second.find(s.meta.name);
+    return it == svc->second.end() ? nullptr : it->second.get();
+  };
+  bool changed = false;
+  // The store files slices under their service: a slice whose service-name label changed must
+  // leave its old service before it joins the new one.
+  if (before && (!after || before->serviceName != after->serviceName)) {
+    changed = held(*before) != nullptr;
+    state_.deleteSlice(before->meta.ns, before->serviceName, before->meta.name);
+  }
+  if (after) {
+    const api::EndpointSlice* old = held(*after);
+    state_.upsertSlice(after);
+    changed |= held(*after) != old;
+  }
+  return changed;
+}
+
+bool ManifestMerge::publish(const std::shared_ptr<const api::Node>&, const std::shared_ptr<const api::Node>& after) {
+  const api::Node* old = state_.node.get();
+  state_.setNode(after);
+  return state_.node.get() != old;
+}
+
+}  // namespace kpn::source

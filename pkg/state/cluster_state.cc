@@ -1,0 +1,43 @@
+#include "pkg/state/cluster_state.h"
+
+namespace kpn::state {
+
+std::string serviceKey(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+void ClusterState::upsertService(ServicePtr svc) {
+  auto key = serviceKey(svc->meta.ns, svc->meta.name);
+  auto& slot = services[key];
+  if (slot && *slot == *svc) return;  // same content: keep the old pointer, nothing to re-render
+  slot = std::move(svc);
+  changedServices.insert(key);
+}
+
+void ClusterState::deleteService(const std::string& ns, const std::string& name) {
+  auto key = serviceKey(ns, name);
+  if (services.erase(key)) changedServices.insert(key);
+}
+
+void ClusterState::upsertSlice(SlicePtr slice) {
+  auto key = serviceKey(slice->meta.ns, slice->serviceName);
+  auto& slot = slicesByService[key][slice->meta.name];
+  if (slot && *slot == *slice) return;
+  slot = std::move(slice);
+  changedServices.insert(key);
+}
+
+void ClusterState::deleteSlice(const std::string& ns, const std::string& serviceName,
+                               const std::string& sliceName) {
+  auto key = serviceKey(ns, serviceName);
+  auto it = slicesByService.find(key);
+  if (it == slicesByService.end() || !it->second.erase(sliceName)) return;
+  if (it->second.empty()) slicesByService.erase(it);
+  changedServices.insert(key);
+}
+
+void ClusterState::setNode(NodePtr n) {
+  if ((node == nullptr) == (n == nullptr) && (!n || *node == *n)) return;
+  node = std::move(n);
+  nodeChanged = true;
+}
+
+}  // namespace kpn::state

@@ -1,0 +1,41 @@
+// The cluster state a sync renders: every Service, every EndpointSlice grouped by the Service it
+// belongs to, and this node. Sources (manifest folder, API watch) keep it up to date; the syncer
+// reads it. Objects are shared immutable values: an unchanged object keeps its pointer, which is
+// what lets the renderer reuse the previous result for an untouched service.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "pkg/api/types.h"
+
+namespace kpn::state {
+
+using ServicePtr = std::shared_ptr<const api::Service>;
+using SlicePtr = std::shared_ptr<const api::EndpointSlice>;
+using NodePtr = std::shared_ptr<const api::Node>;
+
+// "namespace/name"
+std::string serviceKey(const std::string& ns, const std::string& name);
+
+struct ClusterState {
+  std::map<std::string, ServicePtr> services;                             // by ns/name
+  std::map<std::string, std::map<std::string, SlicePtr>> slicesByService;  // ns/service -> slice name -> slice
+  NodePtr node;                                                            // may be null
+
+  // Services (ns/name) whose Service object or any of whose slices changed since the syncer last
+  // took the journal. A key may name a service that no longer exists (it was deleted).
+  std::set<std::string> changedServices;
+  bool nodeChanged = false;
+
+  // Mutators keep the change journal honest; sources use only these.
+  void upsertService(ServicePtr svc);
+  void deleteService(const std::string& ns, const std::string& name);
+  void upsertSlice(SlicePtr slice);  // slice->serviceName must be set
+  void deleteSlice(const std::string& ns, const std::string& serviceName, const std::string& sliceName);
+  void setNode(NodePtr node);
+};
+
+}  // namespace kpn::state

@@ -1,0 +1,40 @@
+// One sync: render the whole state, plan the difference from what is committed, commit it as one
+// transaction. Owns the committed picture of our tables and decides when a sync must be full.
+#pragma once
+
+#include <string>
+
+#include "nft/diff.h"
+#include "nft/runner.h"
+#include "pkg/render/render.h"
+#include "pkg/state/cluster_state.h"
+
+namespace kpn::sync {
+
+struct SyncStats {
+  bool ok = false;
+  bool full = false;
+  size_t ops = 0;
+  double renderMs = 0, diffMs = 0, commitMs = 0;
+};
+
+class Syncer {
+ public:
+  Syncer(render::Renderer& renderer, nft::Runner& runner);
+
+  // Consumes st's change journal. The first sync reconciles with whatever our tables already
+  // hold (keeping what matches); after a failure the next one is full.
+  SyncStats sync(state::ClusterState& st);
+
+  bool nextIsFull() const { return mode_ != Mode::Incremental; }
+
+ private:
+  enum class Mode { Startup, Incremental, Full };
+  bool listKernel(std::vector<nft::ListedTable>& out);
+  render::Renderer& renderer_;
+  nft::Runner& runner_;
+  nft::Committed committed_;
+  Mode mode_ = Mode::Startup;
+};
+
+}  // namespace kpn::sync

@@ -1,0 +1,253 @@
+#include <doctest/doctest.h>
+
+#include "nft/diff.h"
+#include "nft/fake.h"
+#include "pkg/render/render.h"
+#include "unit/fixtures.h"
+
+using namespace kpn;
+using namespace kpn::testing;
+using nft::Kind;
+using nft::Verb;
+
+namespace {
+
+render::NodeConfig smallConfig() {
+  render::NodeConfig cfg;
+  cfg.nodeName = "node-a";
+  cfg.backendShards = 2;
+  cfg.clusterCidrV4 = net::parseCidr("10.244.0.0/16");
+  return cfg;
+}
+
+state::ClusterState twoServices() {
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.2.3"}}));
+  st.upsertService(service("default", "db", {"10.96.0.20"}, {port("", 5432)}));
+  st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.1.2"}}));
+  return st;
+}
+
+// Render, plan against what is committed, commit to the fake, remember it as committed.
+struct Pipeline {
+  render::Renderer renderer{smallConfig()};
+  nft::FakeRunner kernel;
+  nft::Committed committed;
+  nft::Plan sync(state::ClusterState& st) {
+    std::set<std::string> changed;
+    changed.swap(st.changedServices);
+    bool first = committed.ruleset.tables.empty();
+    if (first) kernel.declareStatic(renderer.skeleton());
+    auto rs = renderer.render(st, first ? nullptr : &changed);
+    auto plan = nft::planIncremental(committed, rs);
+    auto r = kernel.commit(plan.txn);
+    REQUIRE_MESSAGE(r.ok, r.error);
+    nft::applyCommitted(committed, rs, plan);
+    return plan;
+  }
+};
+
+// The fake replaces its tables on every commit: look them up afresh after each sync.
+nft::FakeRunner::FakeTable& v4(Pipeline& p) { return p.kernel.tables["ip kube-proxy"]; }
+
+size_t count(const nft::Transaction& t, Verb v, Kind k) {
+  size_t n = 0;
+  for (const auto& op : t.ops()) n += op.verb == v && op.kind == k;
+  return n;
+}
+
+bool onlyTouches(const nft::Transaction& t, const std::string& needle) {
+  for (const auto& op : t.ops()) {
+    if (op.kind == Kind::Chain || op.kind == Kind::Rule) {
+      if (op.name.find(needle) == std::string::npos) return false;
+    } else if (op.kind == Kind::Element && op.name.rfind("backends-", 0) != 0 &&
+               op.element.comment.find(needle) == std::string::npos && op.name != "hairpin") {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a sync with no changes produces an empty transaction") {
+  Pipeline p;
+  auto st = twoServices();
+  auto first = p.sync(st);
+  CHECK(first.txn.size() > 20);
+  auto second = p.sync(st);
+  CHECK(second.txn.empty());
+  // Rewriting an object with identical content is not a change either.
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  CHECK(st.changedServices.empty());
+  CHECK(p.sync(st).txn.empty());
+}
+
+TEST_CASE("adding one endpoint touches only that service: one element and its rule") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.2.3"}, {"10.244.3.4"}}));
+  auto plan = p.sync(st);
+  CHECK(onlyTouches(plan.txn, "web"));
+  CHECK(count(plan.txn, Verb::Flush, Kind::Chain) == 1);
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 1);
+  CHECK(count(plan.txn, Verb::Add, Kind::Element) == 2);  // the backend and its hairpin pair
+  CHECK(count(plan.txn, Verb::Delete, Kind::Element) == 0);
+  CHECK(plan.txn.size() == 4);
+}
+
+TEST_CASE("swapping one endpoint for another is element-only") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.9.9"}}));
+  auto plan = p.sync(st);
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
+  // backend value replaced (delete + add of the key), hairpin pair of the old one out, new one in
+  CHECK(count(plan.txn, Verb::Delete, Kind::Element) == 2);
+  CHECK(count(plan.txn, Verb::Add, Kind::Element) == 2);
+}
+
+TEST_CASE("removing an endpoint moves at most one other and keeps shared hairpin pairs") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  // 10.244.1.2 also backs db, so its hairpin pair must survive web losing it.
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.2.3"}}));
+  auto plan = p.sync(st);
+  CHECK(onlyTouches(plan.txn, "web"));
+  for (const auto& op : plan.txn.ops()) CHECK(op.name != "hairpin");
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 1);
+  CHECK(v4(p).sets["hairpin"].elements.count("{\"concat\":[\"10.244.1.2\",\"10.244.1.2\"]}") == 1);
+  // Once db drops it too, the pair goes.
+  st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.7.7"}}));
+  p.sync(st);
+  CHECK(v4(p).sets["hairpin"].elements.count("{\"concat\":[\"10.244.1.2\",\"10.244.1.2\"]}") == 0);
+}
+
+TEST_CASE("a service losing all endpoints is rejected instead of dispatched, and comes back") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  st.deleteSlice("default", "web", "web-1");
+  p.sync(st);
+  CHECK(v4(p).chains.count("service-default/web/tcp/http") == 0);
+  CHECK(v4(p).sets["no-endpoint-services"].elements.count("{\"concat\":[\"10.96.0.10\",\"tcp\",80]}") == 1);
+  CHECK(v4(p).sets["service-ips"].elements.count("{\"concat\":[\"10.96.0.10\",\"tcp\",80]}") == 0);
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  p.sync(st);
+  CHECK(v4(p).chains.count("service-default/web/tcp/http") == 1);
+  CHECK(v4(p).sets["no-endpoint-services"].elements.empty());
+}
+
+TEST_CASE("deleting a service removes its chain and every element it owned") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  st.deleteService("default", "web");
+  p.sync(st);
+  auto& t = v4(p);
+  CHECK(t.chains.count("service-default/web/tcp/http") == 0);
+  CHECK(t.sets["cluster-ips"].elements.count("\"10.96.0.10\"") == 0);
+  CHECK(t.sets["service-ips"].elements.size() == 1);
+  size_t backends = 0;
+  for (auto& [name, s] : t.sets)
+    if (name.rfind("backends-", 0) == 0) backends += s.elements.size();
+  CHECK(backends == 1);  // db's single endpoint
+}
+
+TEST_CASE("the fake kernel refuses what the kernel refuses, atomically") {
+  nft::FakeRunner k;
+  nft::Transaction ok;
+  ok.addTable(nft::Family::IPv4, "t");
+  ok.addChain(nft::Family::IPv4, "t", "a", std::nullopt);
+  REQUIRE(k.commit(ok).ok);
+
+  nft::Transaction badJump;
+  badJump.addChain(nft::Family::IPv4, "t", "b", std::nullopt);
+  badJump.addRule(nft::Family::IPv4, "t", "a", nft::makeRule({nft::st::jump("missing")}));
+  CHECK_FALSE(k.commit(badJump).ok);
+  CHECK(k.tables["ip t"].chains.count("b") == 0);  // nothing of the failed transaction stayed
+
+  nft::Transaction badLookup;
+  badLookup.addRule(nft::Family::IPv4, "t", "a", nft::makeRule({nft::st::matchSet(nft::ex::payload("ip", "daddr"), "nope")}));
+  CHECK_FALSE(k.commit(badLookup).ok);
+
+  nft::Transaction setAndMap;
+  setAndMap.addSet(nft::Family::IPv4, "t", nft::SetDecl{"m", {"ipv4_addr"}, "verdict", ""});
+  setAndMap.addElement(nft::Family::IPv4, "t", nft::verdictElement("m", nft::ex::addr("1.2.3.4"), "a"));
+  REQUIRE(k.commit(setAndMap).ok);
+
+  nft::Transaction busy;
+  busy.deleteChain(nft::Family::IPv4, "t", "a");  // still the target of m's element
+  CHECK_FALSE(k.commit(busy).ok);
+
+  nft::Transaction rekey;
+  rekey.addChain(nft::Family::IPv4, "t", "c", std::nullopt);
+  rekey.addElement(nft::Family::IPv4, "t", nft::verdictElement("m", nft::ex::addr("1.2.3.4"), "c"));
+  CHECK_FALSE(k.commit(rekey).ok);  // re-adding a key with a new value
+
+  nft::Transaction missing;
+  missing.deleteElement(nft::Family::IPv4, "t", nft::verdictElement("m", nft::ex::addr("9.9.9.9"), "a"));
+  CHECK_FALSE(k.commit(missing).ok);
+}
+
+TEST_CASE("restart: reconciling with tables that already match changes nothing") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  std::vector<nft::ListedTable> listed(2);
+  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
+  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+
+  render::Renderer fresh(smallConfig());
+  fresh.adoptSlots(listed);
+  CHECK(fresh.slots() == p.renderer.slots());
+  auto rs = fresh.render(st, nullptr);
+  auto plan = nft::planReconcile(listed, rs);
+  CHECK_FALSE(plan.needsFull);
+  CHECK(plan.txn.empty());
+}
+
+TEST_CASE("restart: reconciling repairs only what differs") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  auto* t = &v4(p);
+  t->sets["hairpin"].elements.clear();                       // lost elements
+  t->rules["services"].clear();                              // a flushed chain
+  t->chains["service-default/gone/tcp/80"] = std::nullopt;  // a stale chain
+  t->rules["service-default/gone/tcp/80"];
+  std::vector<nft::ListedTable> listed(2);
+  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
+  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  render::Renderer fresh(smallConfig());
+  fresh.adoptSlots(listed);
+  auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
+  REQUIRE(p.kernel.commit(plan.txn).ok);
+  CHECK(count(plan.txn, Verb::Add, Kind::Element) == 2);  // the two hairpin pairs
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 2);     // the services chain's two rules
+  CHECK(count(plan.txn, Verb::Delete, Kind::Chain) == 1);
+  CHECK(v4(p).sets["hairpin"].elements.size() == 2);
+}
+
+TEST_CASE("a full resync flushes and refills without deleting the tables and drops stale objects") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  v4(p).chains["service-default/gone/tcp/80"] = std::nullopt;
+  v4(p).rules["service-default/gone/tcp/80"];
+  std::vector<nft::ListedTable> listed(2);
+  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
+  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  auto rs = p.renderer.render(st, nullptr);
+  auto plan = nft::planFull(listed, rs);
+  CHECK(count(plan.txn, Verb::Delete, Kind::Table) == 0);
+  CHECK(count(plan.txn, Verb::Flush, Kind::Table) == 2);
+  REQUIRE(p.kernel.commit(plan.txn).ok);
+  CHECK(v4(p).chains.count("service-default/gone/tcp/80") == 0);
+  CHECK(v4(p).chains.count("service-default/web/tcp/http") == 1);
+  CHECK(v4(p).sets["service-ips"].elements.size() == 2);
+}

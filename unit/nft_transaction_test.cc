@@ -1,0 +1,71 @@
+#include <doctest/doctest.h>
+
+#include "nft/expr.h"
+#include "nft/transaction.h"
+
+using namespace kpn::nft;
+
+TEST_CASE("transaction JSON uses the shapes libnftables 1.0.6 accepts and lists back") {
+  Transaction t;
+  t.addTable(Family::IPv4, "kube-proxy");
+  t.addChain(Family::IPv4, "kube-proxy", "nat-output", Hook{"nat", "output", -100});
+  t.addChain(Family::IPv4, "kube-proxy", "services", std::nullopt);
+  t.addRule(Family::IPv4, "kube-proxy", "nat-output", makeRule({st::jump("services")}, "why"));
+  t.addSet(Family::IPv4, "kube-proxy", SetDecl{"service-ips", {"ipv4_addr", "inet_proto", "inet_service"}, "verdict", ""});
+  Expr key = ex::concat({ex::addr("10.96.0.1"), ex::symbol("tcp"), ex::number(80)});
+  t.addElement(Family::IPv4, "kube-proxy", verdictElement("service-ips", key, "services", "ns/a:http"));
+  t.addElement(Family::IPv4, "kube-proxy", verdictElement("service-ips", ex::concat({ex::addr("10.96.0.2"), ex::symbol("udp"), ex::number(53)}), "services"));
+  t.deleteElement(Family::IPv4, "kube-proxy", verdictElement("service-ips", key, "services", "ns/a:http"));
+  CHECK(t.size() == 8);
+  CHECK(t.toJson() ==
+        "{\"nftables\":[{\"add\":{\"table\":{\"family\":\"ip\",\"name\":\"kube-proxy\"}}},\n"
+        "{\"add\":{\"chain\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"name\":\"nat-output\",\"type\":\"nat\",\"hook\":\"output\",\"prio\":-100,\"policy\":\"accept\"}}},\n"
+        "{\"add\":{\"chain\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"name\":\"services\"}}},\n"
+        "{\"add\":{\"rule\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"chain\":\"nat-output\",\"comment\":\"why\",\"expr\":[{\"jump\":{\"target\":\"services\"}}]}}},\n"
+        "{\"add\":{\"map\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"name\":\"service-ips\",\"type\":[\"ipv4_addr\",\"inet_proto\",\"inet_service\"],\"map\":\"verdict\"}}},\n"
+        // two adds on one set share one command; the comment wraps the key
+        "{\"add\":{\"element\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"name\":\"service-ips\",\"elem\":["
+        "[{\"elem\":{\"val\":{\"concat\":[\"10.96.0.1\",\"tcp\",80]},\"comment\":\"ns/a:http\"}},{\"goto\":{\"target\":\"services\"}}],"
+        "[{\"concat\":[\"10.96.0.2\",\"udp\",53]},{\"goto\":{\"target\":\"services\"}}]]}}},\n"
+        // deletes carry keys only
+        "{\"delete\":{\"element\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"name\":\"service-ips\",\"elem\":[{\"concat\":[\"10.96.0.1\",\"tcp\",80]}]}}}]}");
+}
+
+TEST_CASE("transaction text is native nft syntax") {
+  Transaction t;
+  t.addChain(Family::IPv6, "kube-proxy", "filter-output", Hook{"filter", "output", 0});
+  t.addRule(Family::IPv6, "kube-proxy", "filter-output",
+            makeRule({st::match(ex::ct("state"), "in", ex::symbol("new")), st::jump("x")}));
+  t.addElement(Family::IPv6, "kube-proxy",
+               mapElement("backends-tcp-3", ex::number(8), ex::concat({ex::addr("fd00::1"), ex::number(80)})));
+  t.flushChain(Family::IPv6, "kube-proxy", "x");
+  CHECK(t.toText() ==
+        "add chain ip6 kube-proxy filter-output { type filter hook output priority 0 ; policy accept ; }\n"
+        "add rule ip6 kube-proxy filter-output ct state new jump x\n"
+        "add element ip6 kube-proxy backends-tcp-3 { 8 : fd00::1 . 80 }\n"
+        "flush chain ip6 kube-proxy x\n");
+}
+
+TEST_CASE("comments from the cluster cannot break out of nft text quoting") {
+  Transaction t;
+  t.addRule(Family::IPv4, "kube-proxy", "c", makeRule({st::drop()}, "a\" ; flush ruleset ; \""));
+  CHECK(t.toText() == "add rule ip kube-proxy c drop comment \"a_ ; flush ruleset ; _\"\n");
+  CHECK(t.toJson().find("\"comment\":\"a\\\" ; flush ruleset ; \\\"\"") != std::string::npos);
+}
+
+TEST_CASE("rule JSON matches what nft lists for the same rule") {
+  // Taken from `nft -j list table` of rules loaded from text (nft 1.0.6).
+  Rule dnat = makeRule({st::match(ex::meta("l4proto"), "==", ex::symbol("tcp")),
+                        st::dnatMap(Family::IPv4, ex::numgenRandom(2, 4), "backends-0")});
+  CHECK(dnat.exprJson ==
+        "[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"l4proto\"}},\"right\":\"tcp\"}},"
+        "{\"dnat\":{\"family\":\"ip\",\"addr\":{\"map\":{\"key\":{\"numgen\":{\"mode\":\"random\",\"mod\":2,\"offset\":4}},\"data\":\"@backends-0\"}}}}]");
+  CHECK(dnat.setRefs == std::vector<std::string>{"backends-0"});
+  Rule mark = makeRule({st::match(ex::bitAnd(ex::meta("mark"), 0x4000), "==", ex::number(0x4000)),
+                        st::markSet(ex::bitXor(ex::meta("mark"), 0x4000)), st::masqueradeFullyRandom()});
+  CHECK(mark.exprJson ==
+        "[{\"match\":{\"op\":\"==\",\"left\":{\"&\":[{\"meta\":{\"key\":\"mark\"}},16384]},\"right\":16384}},"
+        "{\"mangle\":{\"key\":{\"meta\":{\"key\":\"mark\"}},\"value\":{\"^\":[{\"meta\":{\"key\":\"mark\"}},16384]}}},"
+        "{\"masquerade\":{\"flags\":\"fully-random\"}}]");
+  CHECK(mark.text == "meta mark & 0x00004000 == 16384 meta mark set meta mark ^ 0x00004000 masquerade fully-random");
+}

@@ -1,0 +1,188 @@
+#include <doctest/doctest.h>
+
+#include "nft/diff.h"
+#include "pkg/render/endpoints.h"
+#include "pkg/render/layout.h"
+#include "pkg/render/render.h"
+#include "unit/fixtures.h"
+
+using namespace kpn;
+using namespace kpn::testing;
+
+namespace {
+
+render::NodeConfig config(int shards = 2) {
+  render::NodeConfig cfg;
+  cfg.nodeName = "node-a";
+  cfg.backendShards = shards;
+  cfg.clusterCidrV4 = net::parseCidr("10.244.0.0/16");
+  return cfg;
+}
+
+std::vector<std::string> ips(const std::vector<render::EndpointChoice>& eps) {
+  std::vector<std::string> out;
+  for (auto& e : eps) out.push_back(e.ip + ":" + std::to_string(e.port));
+  return out;
+}
+
+std::string renderText(const state::ClusterState& st, const render::NodeConfig& cfg) {
+  render::Renderer r(cfg);
+  return nft::planReconcile({}, r.render(st, nullptr)).txn.toText();
+}
+
+}  // namespace
+
+TEST_CASE("endpoints are joined across slices by port name and protocol, port from the slice") {
+  auto svcPort = port("http", 80);
+  auto a = slice("ns", "s-1", "svc", {epPort("http", 8080), epPort("metrics", 9090)}, {{"10.0.0.1"}, {"10.0.0.2", false}});
+  auto b = slice("ns", "s-2", "svc", {epPort("http", 8081)}, {{"10.0.0.3", std::nullopt, std::nullopt, std::nullopt, "node-a"}});
+  auto udp = slice("ns", "s-3", "svc", {epPort("http", 53, api::Protocol::UDP)}, {{"10.0.0.4"}});
+  auto eps = render::usableEndpoints(svcPort, {a.get(), b.get(), udp.get()}, "IPv4", "node-a");
+  CHECK(ips(eps) == std::vector<std::string>{"10.0.0.1:8080", "10.0.0.3:8081"});
+  CHECK_FALSE(eps[0].local);
+  CHECK(eps[1].local);
+}
+
+TEST_CASE("ready endpoints win; without any, serving terminating ones are used; others never") {
+  auto p = port("", 80);
+  auto mixed = slice("ns", "s", "svc", {epPort("", 80)},
+                     {{"10.0.0.1", true}, {"10.0.0.2", false, true, true}, {"10.0.0.3", false, false, true}});
+  CHECK(ips(render::usableEndpoints(p, {mixed.get()}, "IPv4", "")) == std::vector<std::string>{"10.0.0.1:80"});
+  auto terminating = slice("ns", "s", "svc", {epPort("", 80)},
+                           {{"10.0.0.2", false, true, true}, {"10.0.0.3", false, false, true}, {"10.0.0.4", false}});
+  CHECK(ips(render::usableEndpoints(p, {terminating.get()}, "IPv4", "")) == std::vector<std::string>{"10.0.0.2:80"});
+  auto none = slice("ns", "s", "svc", {epPort("", 80)}, {{"10.0.0.4", false}});
+  CHECK(render::usableEndpoints(p, {none.get()}, "IPv4", "").empty());
+  // A slice port without a number makes its endpoints unusable for that port.
+  auto noPort = slice("ns", "s", "svc", {api::EndpointPort{"", api::Protocol::TCP, std::nullopt}}, {{"10.0.0.5"}});
+  CHECK(render::usableEndpoints(p, {noPort.get()}, "IPv4", "").empty());
+  // The family comes from the slice's addressType.
+  auto v6 = slice("ns", "s6", "svc", {epPort("", 80)}, {{"fd00::5"}}, "IPv6");
+  CHECK(render::usableEndpoints(p, {v6.get(), mixed.get()}, "IPv6", "").size() == 1);
+}
+
+TEST_CASE("backend slots are sticky: add appends, swap replaces in place, remove moves the last") {
+  render::BackendSlots s;
+  auto& a = s.place("o", "m", {"b", "a", "c"});
+  CHECK(a.order == std::vector<std::string>{"a", "b", "c"});
+  CHECK(a.capacity == 4);
+  CHECK(s.place("o", "m", {"a", "b", "c", "d"}).order == std::vector<std::string>{"a", "b", "c", "d"});
+  CHECK(s.place("o", "m", {"a", "x", "c", "d"}).order == std::vector<std::string>{"a", "x", "c", "d"});
+  CHECK(s.place("o", "m", {"x", "c", "d"}).order == std::vector<std::string>{"d", "x", "c"});
+  uint32_t base = s.slots().at("o").base;
+  // Outgrowing the range moves the service to a new one, keeping the order.
+  const auto& grown = s.place("o", "m", {"x", "c", "d", "e", "f"});
+  CHECK(grown.capacity == 8);
+  CHECK(grown.base != base);
+  CHECK(grown.order == std::vector<std::string>{"d", "x", "c", "e", "f"});
+  // Released ranges (the one it outgrew, then p's) are reused by the next service of that size.
+  CHECK(s.place("p", "m", {"1", "2"}).base == base);
+  s.release("p");
+  CHECK(s.place("q", "m", {"9"}).base == base);
+  CHECK(s.place("r", "m", {"9"}).base == 12);  // nothing free: the bump pointer, after o's 8
+}
+
+TEST_CASE("golden: a small state renders to this ruleset") {
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.2.3"}}));
+  st.upsertService(service("default", "dns", {"10.96.0.53"}, {port("dns", 53, api::Protocol::UDP)}));
+  std::string text = renderText(st, config(2));
+  // The service part, in the order the transaction adds it (rules before elements).
+  CHECK(text.find("add chain ip kube-proxy service-default/web/tcp/http\n") != std::string::npos);
+  CHECK(text.find("add rule ip kube-proxy service-default/web/tcp/http meta l4proto == tcp dnat ip to numgen random mod 2 offset 0 map @backends-tcp-") != std::string::npos);
+  CHECK(text.find("add element ip kube-proxy service-ips { 10.96.0.10 . tcp . 80 comment \"default/web:http\" : goto service-default/web/tcp/http }\n") != std::string::npos);
+  CHECK(text.find("add element ip kube-proxy no-endpoint-services { 10.96.0.53 . udp . 53 comment \"default/dns:dns\" : goto reject-chain }\n") != std::string::npos);
+  CHECK(text.find("add element ip kube-proxy hairpin { 10.244.1.2 . 10.244.1.2 }\n") != std::string::npos);
+  CHECK(text.find("add element ip kube-proxy cluster-ips { 10.96.0.53 comment \"default/dns\" }\n") != std::string::npos);
+  CHECK(text.find(" 0 : 10.244.1.2 . 8080 }\n") != std::string::npos);
+  CHECK(text.find(" 1 : 10.244.2.3 . 8080 }\n") != std::string::npos);
+  CHECK(text.find("add rule ip kube-proxy services ip daddr @cluster-ips ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000") != std::string::npos);
+  CHECK(text.find("add chain ip kube-proxy nat-prerouting { type nat hook prerouting priority -100 ; policy accept ; }\n") != std::string::npos);
+  CHECK(text.find("add chain ip6 kube-proxy nat-postrouting { type nat hook postrouting priority 100 ; policy accept ; }\n") != std::string::npos);
+  CHECK(text.find("add chain ip kube-proxy filter-forward { type filter hook forward priority 0 ; policy accept ; }\n") != std::string::npos);
+  CHECK(text.find("dns/udp") == std::string::npos);  // no chain for a service without endpoints
+  CHECK(text.find("ip6 kube-proxy service-default") == std::string::npos);  // nothing IPv6 in this state
+}
+
+TEST_CASE("headless, ExternalName and other proxies' services get no rules") {
+  state::ClusterState st;
+  auto headless = service("ns", "headless", {}, {port("", 80)});
+  headless->headless = true;
+  st.upsertService(headless);
+  auto ext = service("ns", "ext", {}, {port("", 80)});
+  ext->type = "ExternalName";
+  st.upsertService(ext);
+  auto other = service("ns", "other", {"10.96.0.9"}, {port("", 80)});
+  other->meta.labels["service.kubernetes.io/service-proxy-name"] = "someone-else";
+  st.upsertService(other);
+  std::string text = renderText(st, config());
+  CHECK(text.find("ns/") == std::string::npos);
+  CHECK(text.find("10.96.0.9") == std::string::npos);
+}
+
+TEST_CASE("dual-stack services land in both tables, each with its own family's endpoints") {
+  state::ClusterState st;
+  st.upsertService(service("ns", "dual", {"10.96.0.7", "fd00:96::7"}, {port("p", 80)}));
+  st.upsertSlice(slice("ns", "dual-v4", "dual", {epPort("p", 80)}, {{"10.244.0.7"}}));
+  st.upsertSlice(slice("ns", "dual-v6", "dual", {epPort("p", 80)}, {{"fd00:244::7"}}, "IPv6"));
+  std::string text = renderText(st, config());
+  CHECK(text.find("add element ip kube-proxy service-ips { 10.96.0.7 . tcp . 80") != std::string::npos);
+  CHECK(text.find("add element ip6 kube-proxy service-ips { fd00:96::7 . tcp . 80") != std::string::npos);
+  CHECK(text.find(": fd00:244::7 . 80 }") != std::string::npos);
+  CHECK(text.find("add rule ip6 kube-proxy service-ns/dual/tcp/p meta l4proto == tcp dnat ip6 to") != std::string::npos);
+  CHECK(text.find("add element ip6 kube-proxy hairpin { fd00:244::7 . fd00:244::7 }") != std::string::npos);
+}
+
+TEST_CASE("masquerade-all marks every ClusterIP packet; without a cluster CIDR nothing is marked") {
+  state::ClusterState st;
+  auto cfg = config();
+  cfg.masqueradeAll = true;
+  CHECK(renderText(st, cfg).find("add rule ip kube-proxy services ip daddr @cluster-ips meta mark set meta mark | 0x00004000") != std::string::npos);
+  cfg.masqueradeAll = false;
+  cfg.clusterCidrV4.reset();
+  CHECK(renderText(st, cfg).find("meta mark set meta mark |") == std::string::npos);
+}
+
+TEST_CASE("an incremental render equals a from-scratch render with the same backend slots") {
+  state::ClusterState st;
+  for (int i = 0; i < 30; ++i) {
+    std::string name = "svc" + std::to_string(i);
+    st.upsertService(service("ns", name, {"10.96.1." + std::to_string(i)}, {port("a", 80), port("b", 53, api::Protocol::UDP)}));
+    std::vector<Ep> eps;
+    for (int e = 0; e <= i % 5; ++e) eps.push_back({"10.244." + std::to_string(i) + "." + std::to_string(e)});
+    st.upsertSlice(slice("ns", name + "-x", name, {epPort("a", 8080), epPort("b", 5353, api::Protocol::UDP)}, eps));
+  }
+  render::Renderer incremental(config(4));
+  incremental.render(st, nullptr);
+  st.changedServices.clear();
+
+  // A burst of changes: endpoints grown past capacity, swapped, removed; services gone and new.
+  for (int step = 0; step < 6; ++step) {
+    render::BackendSlots before = incremental.slots();
+    std::string a = "svc" + std::to_string(step), b = "svc" + std::to_string(step + 10);
+    std::vector<Ep> many;
+    for (int e = 0; e < 7 + step; ++e) many.push_back({"10.245." + std::to_string(step) + "." + std::to_string(e)});
+    st.upsertSlice(slice("ns", a + "-x", a, {epPort("a", 8080), epPort("b", 5353, api::Protocol::UDP)}, many));
+    st.deleteService("ns", b);
+    st.upsertService(service("ns", "new" + std::to_string(step), {"10.96.2." + std::to_string(step)}, {port("a", 80)}));
+    st.upsertSlice(slice("ns", "new" + std::to_string(step) + "-x", "new" + std::to_string(step), {epPort("a", 80)}, {{"10.246.0." + std::to_string(step)}}));
+    auto changed = st.changedServices;
+    st.changedServices.clear();
+    nft::Ruleset inc = incremental.render(st, &changed);
+
+    render::Renderer scratch(config(4));
+    scratch.setSlots(before);
+    nft::Ruleset full = scratch.render(st, nullptr);
+    REQUIRE(inc.tables.size() == full.tables.size());
+    for (size_t t = 0; t < inc.tables.size(); ++t) {
+      REQUIRE(inc.tables[t].parts.size() == full.tables[t].parts.size());
+      for (const auto& [owner, part] : full.tables[t].parts) {
+        INFO("owner " << owner << " step " << step);
+        REQUIRE(inc.tables[t].parts.count(owner) == 1);
+        CHECK(*inc.tables[t].parts.at(owner) == *part);
+      }
+    }
+    CHECK(scratch.slots() == incremental.slots());
+  }
+}
