@@ -22,11 +22,12 @@ std::string indexKey(const Table& t, const std::string& set, const std::string& 
 // cold load is cheapest with rules first), element deletes before the chains they point at.
 struct Phases {
   Transaction tables, dropStale, sets, addChains, flushChains, rules, delElems, addElems, delChains, delSets;
-  Transaction join() const {
+  // Moves, not copies: a cold sync carries ~240k operations at 10k services.
+  Transaction join() && {
     Transaction t;
-    for (const Transaction* p : {&tables, &dropStale, &sets, &addChains, &flushChains, &rules, &delElems,
-                                 &addElems, &delChains, &delSets})
-      t.append(*p);
+    for (Transaction* p : {&tables, &dropStale, &sets, &addChains, &flushChains, &rules, &delElems, &addElems,
+                           &delChains, &delSets})
+      t.append(std::move(*p));
     return t;
   }
 };
@@ -188,7 +189,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to) {
       plan.indexDeltas.emplace_back(key, std::nullopt);
     }
   }
-  plan.txn = ph.join();
+  plan.txn = std::move(ph).join();
   return plan;
 }
 
@@ -249,7 +250,7 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
           ph.addElems.addElement(tt.family, tt.name, *e);
     }
   }
-  plan.txn = ph.join();
+  plan.txn = std::move(ph).join();
   return plan;
 }
 
@@ -281,7 +282,7 @@ Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to) {
     for (const auto& [setName, elems] : want.elements)
       for (const auto& [keyJson, e] : elems) ph.addElems.addElement(tt.family, tt.name, *e);
   }
-  plan.txn = ph.join();
+  plan.txn = std::move(ph).join();
   return plan;
 }
 

@@ -1,5 +1,7 @@
 #include "nft/transaction.h"
 
+#include <iterator>
+
 #include "nft/json_text.h"
 
 namespace kpn::nft {
@@ -97,6 +99,15 @@ void Transaction::deleteElement(Family f, const std::string& t, const Element& e
   ops_.back().element = e;
 }
 void Transaction::append(const Transaction& other) { ops_.insert(ops_.end(), other.ops_.begin(), other.ops_.end()); }
+void Transaction::append(Transaction&& other) {
+  if (ops_.empty()) {
+    ops_ = std::move(other.ops_);
+  } else {
+    ops_.reserve(ops_.size() + other.ops_.size());
+    std::move(other.ops_.begin(), other.ops_.end(), std::back_inserter(ops_));
+  }
+  other.ops_.clear();
+}
 
 std::string Transaction::toJson() const {
   std::string out = "{\"nftables\":[";

@@ -37,6 +37,7 @@ class Transaction {
   void addElement(Family f, const std::string& table, const Element& e);
   void deleteElement(Family f, const std::string& table, const Element& e);
   void append(const Transaction& other);
+  void append(Transaction&& other);
 
   const std::vector<Op>& ops() const { return ops_; }
   size_t size() const { return ops_.size(); }
