@@ -32,4 +32,28 @@ Element verdictElement(std::string set, Expr key, const std::string& chain, std:
   return Element{std::move(set), std::move(key), gotoVerdict(chain), std::move(comment), {chain}};
 }
 
+namespace {
+void shrink(Expr& e) {
+  e.json.shrink_to_fit();
+  e.text.shrink_to_fit();
+}
+}  // namespace
+
+void shrinkToFit(Part& part) {
+  part.elements.shrink_to_fit();
+  for (Element& e : part.elements) {
+    shrink(e.key);
+    if (e.value) shrink(*e.value);
+    e.comment.shrink_to_fit();
+  }
+  part.chains.shrink_to_fit();
+  for (Chain& c : part.chains) {
+    c.rules.shrink_to_fit();
+    for (Rule& r : c.rules) {
+      r.exprJson.shrink_to_fit();
+      r.text.shrink_to_fit();
+    }
+  }
+}
+
 }  // namespace kpn::nft

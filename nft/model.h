@@ -71,6 +71,9 @@ struct Part {
   bool operator==(const Part& o) const { return chains == o.chains && elements == o.elements; }
 };
 using PartPtr = std::shared_ptr<const Part>;
+// Gives back the spare capacity of a finished Part's vectors and strings: Parts live as long as
+// they are committed, and at 10k services growth slack alone was ~100 MiB of the daemon's RSS.
+void shrinkToFit(Part& part);
 
 struct Table {
   Family family = Family::IPv4;

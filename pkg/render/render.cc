@@ -78,6 +78,7 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
                                            comment)}});
     part->elements.push_back(verdictElement(kServiceIPs, key, chain, comment));
   }
+  nft::shrinkToFit(*part);
   return part;
 }
 
