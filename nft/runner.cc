@@ -22,7 +22,7 @@ NftRunner::NftRunner() : commitCtx_(newContext(true)), listCtx_(newContext(true)
 NftRunner::~NftRunner() = default;
 
 RunResult NftRunner::run(nft_ctx* ctx, const std::string& buf) {
-  int rc = nft_run_cmd_from_buffer(ctx, buf.c_str());
+  int rc = worker_.call([ctx, &buf] { return nft_run_cmd_from_buffer(ctx, buf.c_str()); });
   RunResult r;
   r.ok = rc == 0;
   if (!r.ok) {

@@ -10,6 +10,7 @@
 #include "nft/listing.h"
 #include "nft/model.h"
 #include "nft/transaction.h"
+#include "nft/worker_thread.h"
 
 struct nft_ctx;
 
@@ -53,6 +54,7 @@ class NftRunner : public Runner {
   Ctx commitCtx_;  // JSON in/out; never lists
   Ctx listCtx_;    // JSON listings only
   Ctx nativeCtx_;  // native syntax: start-up declarations, table deletion
+  WorkerThread worker_;  // every libnftables call runs here (see worker_thread.h); destroyed first
 };
 
 // The native text of the start-up declarations (table + typeof maps) of a ruleset.
