@@ -1,6 +1,7 @@
 #include "nft/diff.h"
 
 #include <map>
+#include <set>
 
 namespace kpn::nft {
 
@@ -88,7 +89,7 @@ Element keyOnly(const std::string& set, const std::string& keyJson) {
 
 }  // namespace
 
-Plan planIncremental(const Committed& from, const Ruleset& to) {
+Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<std::string>* onlyOwners) {
   Plan plan;
   Phases ph;
   struct Pending {
@@ -123,19 +124,8 @@ Plan planIncremental(const Committed& from, const Ruleset& to) {
     const auto& oldParts = ft ? ft->parts : kNoParts;
     auto oi = oldParts.begin();
     auto ni = tt.parts.begin();
-    while (oi != oldParts.end() || ni != tt.parts.end()) {
-      const Part* oldPart = nullptr;
-      const Part* newPart = nullptr;
-      if (ni == tt.parts.end() || (oi != oldParts.end() && oi->first < ni->first)) {
-        oldPart = (oi++)->second.get();
-      } else if (oi == oldParts.end() || ni->first < oi->first) {
-        newPart = (ni++)->second.get();
-      } else {
-        bool same = oi->second == ni->second || *oi->second == *ni->second;
-        oldPart = (oi++)->second.get();
-        newPart = (ni++)->second.get();
-        if (same) continue;
-      }
+    // One owner's Parts, old and new (either may be absent): chains, rules and element counts.
+    auto diffOwner = [&](const Part* oldPart, const Part* newPart) {
       std::map<std::string, const Chain*> oldChains;
       if (oldPart)
         for (const Chain& c : oldPart->chains) oldChains.emplace(c.name, &c);
@@ -167,6 +157,31 @@ Plan planIncremental(const Committed& from, const Ruleset& to) {
           ++p.count;
           p.elem = &e;
         }
+    };
+    auto samePart = [](const PartPtr& a, const PartPtr& b) { return a == b || *a == *b; };
+    if (onlyOwners) {
+      // The renderer says which owners it touched; the others are the very same Parts.
+      for (const std::string& owner : *onlyOwners) {
+        auto o = oldParts.find(owner);
+        auto n = tt.parts.find(owner);
+        const PartPtr* op = o == oldParts.end() ? nullptr : &o->second;
+        const PartPtr* np = n == tt.parts.end() ? nullptr : &n->second;
+        if (op && np && samePart(*op, *np)) continue;
+        if (op || np) diffOwner(op ? op->get() : nullptr, np ? np->get() : nullptr);
+      }
+      continue;
+    }
+    while (oi != oldParts.end() || ni != tt.parts.end()) {
+      if (ni == tt.parts.end() || (oi != oldParts.end() && oi->first < ni->first)) {
+        diffOwner((oi++)->second.get(), nullptr);
+      } else if (oi == oldParts.end() || ni->first < oi->first) {
+        diffOwner(nullptr, (ni++)->second.get());
+      } else {
+        bool same = samePart(oi->second, ni->second);
+        const Part* oldPart = (oi++)->second.get();
+        const Part* newPart = (ni++)->second.get();
+        if (!same) diffOwner(oldPart, newPart);
+      }
     }
   }
 

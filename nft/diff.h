@@ -9,6 +9,7 @@
 // value fails in the kernel).
 #pragma once
 
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,7 +43,9 @@ struct Plan {
   bool needsFull = false;
 };
 
-Plan planIncremental(const Committed& from, const Ruleset& to);
+// onlyOwners: when the caller knows which owners' Parts may differ (an incremental render), only
+// those are compared; every other owner must hold the same Part in both rulesets. nullptr: all.
+Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<std::string>* onlyOwners = nullptr);
 Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to);
 Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to);
 

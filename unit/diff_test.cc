@@ -40,7 +40,10 @@ struct Pipeline {
     bool first = committed.ruleset.tables.empty();
     if (first) kernel.declareStatic(renderer.skeleton());
     auto rs = renderer.render(st, first ? nullptr : &changed);
-    auto plan = nft::planIncremental(committed, rs);
+    // As the syncer does: after an incremental render, compare only the owners it touched. That
+    // must plan exactly what comparing every owner plans.
+    auto plan = nft::planIncremental(committed, rs, first ? nullptr : &renderer.touchedOwners());
+    CHECK(plan.txn.toJson() == nft::planIncremental(committed, rs).txn.toJson());
     auto r = kernel.commit(plan.txn);
     REQUIRE_MESSAGE(r.ok, r.error);
     nft::applyCommitted(committed, rs, plan);

@@ -90,14 +90,14 @@ Ruleset Renderer::skeleton() const {
   return rs;
 }
 
-Ruleset Renderer::render(const state::ClusterState& st, const std::set<std::string>* changed) {
-  bool incremental = changed && last_.size() == 2;
+const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<std::string>* changed) {
+  bool incremental = changed && last_.tables.size() == 2;
   if (!incremental) {
-    last_.clear();
+    last_.tables.clear();
     for (Family f : kFamilies) {
       Table t{f, kTableName, tableDeclarations(f, cfg_), {}};
       t.parts[kBaseOwner] = renderBasePart(f, cfg_);
-      last_.push_back(std::move(t));
+      last_.tables.push_back(std::move(t));
     }
   }
   std::vector<std::string> keys;  // sorted: allocation order must not depend on how we got here
@@ -118,7 +118,7 @@ Ruleset Renderer::render(const state::ClusterState& st, const std::set<std::stri
       for (Family f : kFamilies)
         for (const auto& sp : svc->ports) wanted.insert(slotOwner(f, serviceChainName(*svc, sp)));
   if (incremental) {
-    for (const Table& t : last_)
+    for (const Table& t : last_.tables)
       for (const std::string& key : keys) {
         auto old = t.parts.find(ownerOf(key));
         if (old == t.parts.end()) continue;
@@ -132,7 +132,9 @@ Ruleset Renderer::render(const state::ClusterState& st, const std::set<std::stri
   for (const std::string& owner : release) slots_.release(owner);
 
   // Pass 2: render.
+  touched_.clear();
   for (const std::string& key : keys) {
+    if (incremental) touched_.insert(ownerOf(key));
     const api::Service* svc = proxied(key);
     std::vector<const api::EndpointSlice*> slices;
     if (svc) {
@@ -140,15 +142,13 @@ Ruleset Renderer::render(const state::ClusterState& st, const std::set<std::stri
       if (sl != st.slicesByService.end())
         for (const auto& [name, slice] : sl->second) slices.push_back(slice.get());
     }
-    for (Table& t : last_) {
+    for (Table& t : last_.tables) {
       PartPtr part = svc ? renderServicePart(*svc, slices, cfg_, t.family, slots_) : nullptr;
       if (part) t.parts[ownerOf(key)] = std::move(part);
       else t.parts.erase(ownerOf(key));
     }
   }
-  Ruleset rs;
-  rs.tables = last_;
-  return rs;
+  return last_;
 }
 
 void Renderer::adoptSlots(const std::vector<ListedTable>& kernel) {

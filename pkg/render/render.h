@@ -29,7 +29,9 @@ class Renderer {
 
   // Renders everything. With `changed` (service keys), services outside it reuse their previous
   // parts; without it, every service is rendered again.
-  nft::Ruleset render(const state::ClusterState& st, const std::set<std::string>* changed);
+  // The reference stays valid (and unchanged) until the next render: callers that keep a result
+  // copy it, so a one-service change does not pay for copying 10k Parts before its commit.
+  const nft::Ruleset& render(const state::ClusterState& st, const std::set<std::string>* changed);
 
   // Start-up: take over the backend ranges our tables already use, so the first sync after a
   // restart keeps every element where it is.
@@ -41,10 +43,15 @@ class Renderer {
   // The declarations-only ruleset (no parts): what the start-up native transaction needs.
   nft::Ruleset skeleton() const;
 
+  // Owners (table.parts keys) an incremental render may have changed; every other Part is the
+  // same pointer as in the previous render. Meaningless after a from-scratch render.
+  const std::set<std::string>& touchedOwners() const { return touched_; }
+
  private:
   NodeConfig cfg_;
   BackendSlots slots_;
-  std::vector<nft::Table> last_;  // the previous render, one table per family
+  nft::Ruleset last_;  // the previous render, one table per family
+  std::set<std::string> touched_;
 };
 
 }  // namespace kpn::render

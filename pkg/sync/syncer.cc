@@ -36,7 +36,6 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   st.nodeChanged = false;
 
   nft::Plan plan;
-  nft::Ruleset desired;
   std::vector<nft::ListedTable> kernel;
   if (mode_ != Mode::Incremental) {
     // Declarations nft 1.0.6 JSON cannot express; idempotent, so repeating them is harmless.
@@ -50,12 +49,13 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     if (mode_ == Mode::Startup) renderer_.adoptSlots(kernel);
   }
   auto tRender = std::chrono::steady_clock::now();
-  desired = renderer_.render(st, mode_ == Mode::Incremental && !nodeChanged ? &changed : nullptr);
+  bool renderIncremental = mode_ == Mode::Incremental && !nodeChanged;
+  const nft::Ruleset& desired = renderer_.render(st, renderIncremental ? &changed : nullptr);
   stats.renderMs = msSince(tRender);
 
   auto tDiff = std::chrono::steady_clock::now();
   if (mode_ == Mode::Incremental) {
-    plan = nft::planIncremental(committed_, desired);
+    plan = nft::planIncremental(committed_, desired, renderIncremental ? &renderer_.touchedOwners() : nullptr);
     if (plan.needsFull) {
       LOG(WARNING) << "a declaration or hook changed; resyncing fully";
       mode_ = Mode::Full;
@@ -82,7 +82,8 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     mode_ = Mode::Full;
     return stats;
   }
-  nft::applyCommitted(committed_, std::move(desired), plan);
+  // Bookkeeping after the commit: packets already see the new rules.
+  nft::applyCommitted(committed_, desired, plan);
   mode_ = Mode::Incremental;
   stats.ok = true;
   // A big transaction leaves libnftables' and our buffers' pages behind; hand them back.
