@@ -122,8 +122,6 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
 
     static const std::map<std::string, PartPtr> kNoParts;
     const auto& oldParts = ft ? ft->parts : kNoParts;
-    auto oi = oldParts.begin();
-    auto ni = tt.parts.begin();
     // One owner's Parts, old and new (either may be absent): chains, rules and element counts.
     auto diffOwner = [&](const Part* oldPart, const Part* newPart) {
       std::map<std::string, const Chain*> oldChains;
@@ -171,6 +169,8 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
       }
       continue;
     }
+    auto oi = oldParts.begin();
+    auto ni = tt.parts.begin();
     while (oi != oldParts.end() || ni != tt.parts.end()) {
       if (ni == tt.parts.end() || (oi != oldParts.end() && oi->first < ni->first)) {
         diffOwner((oi++)->second.get(), nullptr);

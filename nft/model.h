@@ -72,7 +72,7 @@ struct Part {
 };
 using PartPtr = std::shared_ptr<const Part>;
 // Gives back the spare capacity of a finished Part's vectors and strings: Parts live as long as
-// they are committed, and at 10k services growth slack alone was ~100 MiB of the daemon's RSS.
+// they are committed, and at 10k services their growth slack was ~20 MiB of the daemon's RSS.
 void shrinkToFit(Part& part);
 
 struct Table {

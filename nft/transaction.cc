@@ -98,7 +98,6 @@ void Transaction::deleteElement(Family f, const std::string& t, const Element& e
   ops_.push_back(makeOp(Verb::Delete, Kind::Element, f, t, e.set));
   ops_.back().element = e;
 }
-void Transaction::append(const Transaction& other) { ops_.insert(ops_.end(), other.ops_.begin(), other.ops_.end()); }
 void Transaction::append(Transaction&& other) {
   if (ops_.empty()) {
     ops_ = std::move(other.ops_);

@@ -36,7 +36,6 @@ class Transaction {
   void deleteSet(Family f, const std::string& table, const SetDecl& set);
   void addElement(Family f, const std::string& table, const Element& e);
   void deleteElement(Family f, const std::string& table, const Element& e);
-  void append(const Transaction& other);
   void append(Transaction&& other);
 
   const std::vector<Op>& ops() const { return ops_; }

@@ -42,7 +42,8 @@ struct Pipeline {
     auto rs = renderer.render(st, first ? nullptr : &changed);
     // As the syncer does: after an incremental render, compare only the owners it touched. That
     // must plan exactly what comparing every owner plans.
-    auto plan = nft::planIncremental(committed, rs, first ? nullptr : &renderer.touchedOwners());
+    CHECK((renderer.touchedOwners() == nullptr) == first);  // no hint after a from-scratch render
+    auto plan = nft::planIncremental(committed, rs, renderer.touchedOwners());
     CHECK(plan.txn.toJson() == nft::planIncremental(committed, rs).txn.toJson());
     auto r = kernel.commit(plan.txn);
     REQUIRE_MESSAGE(r.ok, r.error);

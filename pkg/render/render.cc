@@ -133,6 +133,7 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
 
   // Pass 2: render.
   touched_.clear();
+  lastWasIncremental_ = incremental;
   for (const std::string& key : keys) {
     if (incremental) touched_.insert(ownerOf(key));
     const api::Service* svc = proxied(key);

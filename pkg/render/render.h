@@ -43,15 +43,16 @@ class Renderer {
   // The declarations-only ruleset (no parts): what the start-up native transaction needs.
   nft::Ruleset skeleton() const;
 
-  // Owners (table.parts keys) an incremental render may have changed; every other Part is the
-  // same pointer as in the previous render. Meaningless after a from-scratch render.
-  const std::set<std::string>& touchedOwners() const { return touched_; }
+  // After an incremental render: the owners (table.parts keys) it may have changed; every other
+  // Part is the same pointer as in the render before. nullptr after a from-scratch render.
+  const std::set<std::string>* touchedOwners() const { return lastWasIncremental_ ? &touched_ : nullptr; }
 
  private:
   NodeConfig cfg_;
   BackendSlots slots_;
   nft::Ruleset last_;  // the previous render, one table per family
   std::set<std::string> touched_;
+  bool lastWasIncremental_ = false;
 };
 
 }  // namespace kpn::render

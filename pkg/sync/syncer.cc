@@ -49,13 +49,12 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     if (mode_ == Mode::Startup) renderer_.adoptSlots(kernel);
   }
   auto tRender = std::chrono::steady_clock::now();
-  bool renderIncremental = mode_ == Mode::Incremental && !nodeChanged;
-  const nft::Ruleset& desired = renderer_.render(st, renderIncremental ? &changed : nullptr);
+  const nft::Ruleset& desired = renderer_.render(st, mode_ == Mode::Incremental && !nodeChanged ? &changed : nullptr);
   stats.renderMs = msSince(tRender);
 
   auto tDiff = std::chrono::steady_clock::now();
   if (mode_ == Mode::Incremental) {
-    plan = nft::planIncremental(committed_, desired, renderIncremental ? &renderer_.touchedOwners() : nullptr);
+    plan = nft::planIncremental(committed_, desired, renderer_.touchedOwners());
     if (plan.needsFull) {
       LOG(WARNING) << "a declaration or hook changed; resyncing fully";
       mode_ = Mode::Full;
