@@ -60,6 +60,11 @@ Expr numgenRandom(uint32_t mod, uint32_t offset) {
 Expr bitAnd(const Expr& e, uint32_t m) { return binop("&", "&", e, m); }
 Expr bitOr(const Expr& e, uint32_t m) { return binop("|", "|", e, m); }
 Expr bitXor(const Expr& e, uint32_t m) { return binop("^", "^", e, m); }
+Expr fib(const char* flag, const char* result) {
+  // nft 1.0.6 lists the flags as an array even when there is one.
+  return {std::string("{\"fib\":{\"result\":\"") + result + "\",\"flags\":[\"" + flag + "\"]}}",
+          std::string("fib ") + flag + " " + result};
+}
 }  // namespace ex
 
 namespace st {

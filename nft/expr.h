@@ -40,6 +40,7 @@ Expr numgenRandom(uint32_t mod, uint32_t offset);
 Expr bitAnd(const Expr& e, uint32_t mask);
 Expr bitOr(const Expr& e, uint32_t mask);
 Expr bitXor(const Expr& e, uint32_t mask);
+Expr fib(const char* flag, const char* result);  // fib saddr type: the route type of an address
 }  // namespace ex
 
 namespace st {

@@ -212,7 +212,7 @@ TEST_CASE("a port out of range skips the Service with an error naming it") {
   CHECK(out.errors[0] == "Service default/web: spec.ports[0].port 70000 out of range (1..65535)");
 }
 
-TEST_CASE("port fields are checked: protocol spelling, port names, nodePort range, duplicates") {
+TEST_CASE("port fields are checked: protocol spelling, port names, duplicates") {
   auto errorOf = [](const std::string& ports) {
     auto out = decodeYaml("kind: Service\nmetadata: {name: p}\nspec:\n  ports:\n" + ports);
     CHECK(out.services.empty());
@@ -221,7 +221,6 @@ TEST_CASE("port fields are checked: protocol spelling, port names, nodePort rang
   CHECK(errorOf("  - {port: 80, protocol: tcp}\n").find("\"tcp\" is not TCP, UDP or SCTP") != std::string::npos);
   CHECK(errorOf("  - {port: 80, name: HTTP}\n").find("spec.ports[0].name \"HTTP\"") != std::string::npos);
   CHECK(errorOf("  - {port: 80, name: much-too-long-name}\n").find("spec.ports[0].name") != std::string::npos);
-  CHECK(errorOf("  - {port: 80, nodePort: 65536}\n").find("nodePort 65536 out of range") != std::string::npos);
   CHECK(errorOf("  - {port: 80, name: a}\n  - {port: 81, name: a}\n").find("spec.ports[1].name \"a\" is not unique") !=
         std::string::npos);
   CHECK(errorOf("  - {port: 80}\n  - {port: 81, name: b}\n").find("spec.ports[0].name") != std::string::npos);

@@ -14,6 +14,8 @@
 
 #include "nft/diff.h"
 #include "nft/runner.h"
+#include "pkg/net/ip.h"
+#include "pkg/render/health_check.h"
 #include "pkg/render/render.h"
 #include "pkg/source/manifest_dir.h"
 #include "pkg/state/cluster_state.h"
@@ -28,6 +30,16 @@ DEFINE_string(min_sync_period, "1s", "Minimum time between syncs (Go duration); 
 DEFINE_string(sync_period, "30s", "Maximum time between syncs, and the retry ceiling after a failure (Go duration)");
 DEFINE_string(iptables_min_sync_period, "", "Upstream's name for --min-sync-period");
 DEFINE_string(iptables_sync_period, "", "Upstream's name for --sync-period");
+DEFINE_string(nodeport_addresses, "primary",
+              "Addresses NodePorts answer on: \"primary\" (the Node's primary InternalIP per family; without a Node "
+              "object, the addresses of the default route's interface) or comma-separated CIDRs of local addresses "
+              "(0.0.0.0/0, ::/0: all); never loopback");
+DEFINE_string(detect_local_mode, "ClusterCIDR",
+              "How traffic from local pods is recognised: ClusterCIDR (--cluster-cidr), NodeCIDR (the Node's "
+              "podCIDRs), BridgeInterface (--pod-bridge-interface), InterfaceNamePrefix (--pod-interface-name-prefix)");
+DEFINE_string(pod_bridge_interface, "", "With --detect-local-mode=BridgeInterface: the bridge the pods are attached to");
+DEFINE_string(pod_interface_name_prefix, "",
+              "With --detect-local-mode=InterfaceNamePrefix: the name prefix of the pods' host-side interfaces");
 DEFINE_bool(dry_run, false, "Print the complete desired ruleset for both families as nft text and exit");
 DEFINE_bool(cleanup, false, "Delete the ip and ip6 kube-proxy tables and exit");
 
@@ -99,6 +111,12 @@ int main(int argc, char** argv) {
     std::cerr << *err << "\n";
     return 2;
   }
+  for (const auto& w : kpn::render::parseNodePortAddresses(FLAGS_nodeport_addresses, cfg)) LOG(WARNING) << w;
+  if (auto err = kpn::render::parseDetectLocal(FLAGS_detect_local_mode, FLAGS_pod_bridge_interface,
+                                               FLAGS_pod_interface_name_prefix, cfg)) {
+    std::cerr << *err << "\n";
+    return 2;
+  }
   auto minSync = durationFlag("min-sync-period",
                               flagOrAlias("min_sync_period", "iptables_min_sync_period", FLAGS_min_sync_period,
                                           FLAGS_iptables_min_sync_period));
@@ -110,6 +128,7 @@ int main(int argc, char** argv) {
   kpn::source::ManifestDir source(FLAGS_manifests, cfg.nodeName, state);
   source.start();
   kpn::render::Renderer renderer(cfg);
+  renderer.setHostAddresses(kpn::net::readHostAddresses());
   if (FLAGS_dry_run) return runDryRun(renderer, state);
 
   // SIGTERM/SIGINT end the loop; the ruleset stays in place, so traffic keeps flowing.
@@ -134,10 +153,16 @@ int main(int argc, char** argv) {
     due = std::min(due, nextForced);
     if (now >= due) {
       lastSync = now;
+      // Addresses come and go without a manifest change; the periodic sync picks them up.
+      renderer.setHostAddresses(kpn::net::readHostAddresses());
       kpn::sync::SyncStats s = syncer.sync(state);
       if (s.ok) {
         dirty = false;
         backoff = std::chrono::nanoseconds(0);
+        // Health-check node ports of eTP=Local LoadBalancer services: {port -> service, local
+        // ready endpoints} as of the ruleset just committed. pkg/health's servers are fed here
+        // (open/close per port, answer 200 when localEndpoints > 0), e.g.
+        //   healthServers.update(kpn::render::healthCheckNodePorts(state, cfg));
       } else {
         // Retry soon, then less and less often, never slower than the sync period.
         backoff = std::min<std::chrono::nanoseconds>(backoff == std::chrono::nanoseconds(0) ? std::chrono::milliseconds(500) : backoff * 2, syncPeriod);

@@ -207,7 +207,7 @@ ObjectMeta decodeMeta(const JV& obj, bool namespaced, NameRule rule, std::string
 
 // ---- Service ----
 
-ServicePort decodeServicePort(const JV& v, const Path& p) {
+ServicePort decodeServicePort(const JV& v, const Path& p, std::vector<std::string>& warnings) {
   const JV& o = asObject(v, p);
   ServicePort sp;
   sp.name = stringField(o, "name", p);
@@ -217,7 +217,14 @@ ServicePort decodeServicePort(const JV& v, const Path& p) {
   const JV* port = field(o, "port");
   if (!port) fail(p / "port", "is required");
   sp.port = asIntIn(*port, p / "port", 1, 65535);
-  if (const JV* np = field(o, "nodePort")) sp.nodePort = asIntIn(*np, p / "nodePort", 0, 65535);
+  // A bad nodePort costs the service its NodePort, not its ClusterIP.
+  if (const JV* np = field(o, "nodePort")) {
+    try {
+      sp.nodePort = asIntIn(*np, p / "nodePort", 0, 65535);
+    } catch (const Invalid& e) {
+      warnings.push_back(std::string(e.what()) + "; nodePort dropped");
+    }
+  }
   if (const JV* tp = field(o, "targetPort")) {
     if (tp->IsString()) {
       sp.targetPort = tp->GetString();
@@ -251,7 +258,22 @@ void decodeClusterIPs(const JV& spec, const Path& sp, Service& svc) {
     fail(lp, "are both of one IP family (dual-stack needs one IPv4 and one IPv6)");
 }
 
-Service decodeService(const JV& obj, std::string* named) {
+// Runs `part`; a problem in it drops just that part (with a warning naming what was dropped).
+template <class F>
+void optionalPart(std::vector<std::string>& warnings, const char* dropped, F part) {
+  try {
+    part();
+  } catch (const Invalid& e) {
+    warnings.push_back(std::string(e.what()) + "; " + dropped);
+  }
+}
+
+std::string trimmed(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+Service decodeService(const JV& obj, std::string* named, std::vector<std::string>& warnings) {
   Service svc;
   svc.meta = decodeMeta(obj, true, NameRule::kDns1035Label, named);
   Path sp = kRoot / "spec";
@@ -269,7 +291,7 @@ Service decodeService(const JV& obj, std::string* named) {
     const JV& arr = asArray(*ports, pp);
     std::set<std::string> names;
     for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) {
-      svc.ports.push_back(decodeServicePort(arr[i], pp[i]));
+      svc.ports.push_back(decodeServicePort(arr[i], pp[i], warnings));
       // Port names become chain names: two equal names (or an unnamed port among several)
       // would collide.
       if (!names.insert(svc.ports.back().name).second || (arr.Size() > 1 && svc.ports.back().name.empty()))
@@ -277,15 +299,24 @@ Service decodeService(const JV& obj, std::string* named) {
     }
   }
 
+  // External addresses and source ranges: a bad entry is dropped, the rest of the service stays.
   Path ep = sp / "externalIPs";
   if (const JV* eips = field(spec, "externalIPs")) {
     const JV& arr = asArray(*eips, ep);
-    for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) svc.externalIPs.push_back(ipField(arr[i], ep[i]));
+    for (rapidjson::SizeType i = 0; i < arr.Size(); ++i)
+      optionalPart(warnings, "external IP dropped", [&] { svc.externalIPs.push_back(ipField(arr[i], ep[i])); });
   }
   Path rp = sp / "loadBalancerSourceRanges";
   if (const JV* ranges = field(spec, "loadBalancerSourceRanges")) {
     const JV& arr = asArray(*ranges, rp);
-    for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) svc.loadBalancerSourceRanges.push_back(cidrField(arr[i], rp[i]));
+    for (rapidjson::SizeType i = 0; i < arr.Size(); ++i)
+      optionalPart(warnings, "source range dropped", [&] {
+        // Upstream trims blanks (" 203.0.113.0/25" is accepted by the API server).
+        std::string text = trimmed(asString(arr[i], rp[i]));
+        auto cidr = net::parseCidr(text);
+        if (!cidr) fail(rp[i], quoted(text) + " is not a CIDR (address/prefix-length)");
+        svc.loadBalancerSourceRanges.push_back(cidr->str());
+      });
   }
   // The old alpha spellings ("OnlyLocal", "Global") are kept verbatim: the renderer decides.
   svc.externalTrafficPolicy = stringField(spec, "externalTrafficPolicy", sp, "Cluster");
@@ -305,7 +336,8 @@ Service decodeService(const JV& obj, std::string* named) {
     }
   }
   if (const JV* h = field(spec, "healthCheckNodePort"))
-    svc.healthCheckNodePort = asIntIn(*h, sp / "healthCheckNodePort", 0, 65535);
+    optionalPart(warnings, "healthCheckNodePort dropped",
+                 [&] { svc.healthCheckNodePort = asIntIn(*h, sp / "healthCheckNodePort", 0, 65535); });
   svc.trafficDistribution = stringField(spec, "trafficDistribution", sp);
 
   if (const JV* status = field(obj, "status")) {
@@ -316,12 +348,19 @@ Service decodeService(const JV& obj, std::string* named) {
         Path ip = lp / "ingress";
         const JV& arr = asArray(*ing, ip);
         for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) {
-          const JV& o = asObject(arr[i], ip[i]);
-          LoadBalancerIngress in;
-          if (const JV* a = field(o, "ip")) in.ip = ipField(*a, ip[i] / "ip");
-          in.hostname = stringField(o, "hostname", ip[i]);
-          in.ipMode = stringField(o, "ipMode", ip[i]);
-          svc.loadBalancerIngress.push_back(std::move(in));
+          optionalPart(warnings, "ingress entry dropped", [&] {
+            const JV& o = asObject(arr[i], ip[i]);
+            LoadBalancerIngress in;
+            if (const JV* a = field(o, "ip")) in.ip = ipField(*a, ip[i] / "ip");
+            in.hostname = stringField(o, "hostname", ip[i]);
+            in.ipMode = stringField(o, "ipMode", ip[i]);
+            // A hostname-only ingress (e.g. an AWS ELB) has no address a proxy can program.
+            if (in.ip.empty())
+              warnings.push_back((ip[i]).str() + " has no ip" +
+                                 (in.hostname.empty() ? std::string() : " (only hostname " + quoted(in.hostname) + ")") +
+                                 "; not programmed");
+            svc.loadBalancerIngress.push_back(std::move(in));
+          });
         }
       }
     }
@@ -470,6 +509,23 @@ Node decodeNode(const JV& obj, std::string* named, std::vector<std::string>& war
   return node;
 }
 
+// ---- ServiceCIDR ----
+
+ServiceCIDR decodeServiceCIDR(const JV& obj, std::string* named, std::vector<std::string>& warnings) {
+  ServiceCIDR sc;
+  sc.meta = decodeMeta(obj, false, NameRule::kDns1123Subdomain, named);
+  if (const JV* specV = field(obj, "spec")) {
+    Path sp = kRoot / "spec";
+    Path cp = sp / "cidrs";
+    if (const JV* cidrs = field(asObject(*specV, sp), "cidrs")) {
+      const JV& arr = asArray(*cidrs, cp);
+      for (rapidjson::SizeType i = 0; i < arr.Size(); ++i)
+        optionalPart(warnings, "CIDR dropped", [&] { sc.cidrs.push_back(cidrField(arr[i], cp[i])); });
+    }
+  }
+  return sc;
+}
+
 // ---- dispatch ----
 
 // "apiVersion" of an object, "" when absent.
@@ -527,26 +583,31 @@ void decodeAny(const JV& v, const std::string& defaultKind, int depth, DecodedOb
     return;
   }
 
-  const char* wantVersion = kind == "EndpointSlice" ? "discovery.k8s.io/v1"
+  const char* wantVersion = kind == "EndpointSlice"                 ? "discovery.k8s.io/v1"
                             : (kind == "Service" || kind == "Node") ? "v1"
-                                                                     : nullptr;
+                            : kind == "ServiceCIDR"                 ? "networking.k8s.io/v1"
+                                                                    : nullptr;
   if (!wantVersion) {
     out.errors.push_back("unknown kind " + printable(kind) + ": " + nameForMessage(v));
     return;
   }
-  if (!apiVersion.empty() && apiVersion != wantVersion) {
-    out.errors.push_back(kind + " " + nameForMessage(v, kind != "Node") + ": apiVersion " + quoted(apiVersion) +
+  const bool clusterScoped = kind == "Node" || kind == "ServiceCIDR";
+  // ServiceCIDR's beta spelling (Kubernetes 1.31-1.32) has the same fields.
+  const bool betaCidr = kind == "ServiceCIDR" && apiVersion == "networking.k8s.io/v1beta1";
+  if (!apiVersion.empty() && apiVersion != wantVersion && !betaCidr) {
+    out.errors.push_back(kind + " " + nameForMessage(v, !clusterScoped) + ": apiVersion " + quoted(apiVersion) +
                          " is not supported (want " + wantVersion + ")");
     return;
   }
   std::string named;
   std::vector<std::string> warnings;
   try {
-    if (kind == "Service") out.services.push_back(decodeService(v, &named));
+    if (kind == "Service") out.services.push_back(decodeService(v, &named, warnings));
     else if (kind == "EndpointSlice") out.slices.push_back(decodeSlice(v, &named, warnings));
+    else if (kind == "ServiceCIDR") out.serviceCIDRs.push_back(decodeServiceCIDR(v, &named, warnings));
     else out.nodes.push_back(decodeNode(v, &named, warnings));
   } catch (const Invalid& e) {
-    if (named.empty()) named = nameForMessage(v, kind != "Node");
+    if (named.empty()) named = nameForMessage(v, !clusterScoped);
     out.errors.push_back(kind + " " + named + ": " + e.what());
     return;
   }
@@ -594,6 +655,7 @@ bool decodeManifest(std::string_view text, bool json, DecodedObjects& out, std::
   append(out.services, decoded.services);
   append(out.slices, decoded.slices);
   append(out.nodes, decoded.nodes);
+  append(out.serviceCIDRs, decoded.serviceCIDRs);
   append(out.errors, decoded.errors);
   append(out.warnings, decoded.warnings);
   return true;

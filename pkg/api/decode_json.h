@@ -10,7 +10,7 @@ namespace kpn::api {
 
 // Decodes one object, or every item of a List / ServiceList / EndpointSliceList / NodeList, into
 // `out`. A JSON null is no object (an empty YAML document); anything else that is not a valid
-// Service, EndpointSlice or Node adds one line to out.errors. Never throws.
+// Service, EndpointSlice, Node or ServiceCIDR adds one line to out.errors. Never throws.
 void decodeObject(const rapidjson::Value& v, DecodedObjects& out);
 
 }  // namespace kpn::api

@@ -60,4 +60,6 @@ bool operator==(const Node& a, const Node& b) {
   return a.meta == b.meta && a.podCIDRs == b.podCIDRs && a.addresses == b.addresses;
 }
 
+bool operator==(const ServiceCIDR& a, const ServiceCIDR& b) { return a.meta == b.meta && a.cidrs == b.cidrs; }
+
 }  // namespace kpn::api

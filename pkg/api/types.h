@@ -29,7 +29,7 @@ struct ServicePort {
   std::string name;       // may be empty for a single-port service
   Protocol protocol = Protocol::TCP;
   int32_t port = 0;       // 1..65535
-  int32_t nodePort = 0;   // 0 when unset
+  int32_t nodePort = 0;   // 0 when unset (or out of range: dropped with a warning)
   std::string targetPort; // informational: the endpoint port comes from the EndpointSlice
 };
 
@@ -45,8 +45,8 @@ struct Service {
   std::vector<std::string> clusterIPs;   // canonical text; "None" is kept out (headless below)
   bool headless = false;                 // clusterIP: None
   std::vector<ServicePort> ports;
-  std::vector<std::string> externalIPs;
-  std::vector<std::string> loadBalancerSourceRanges;
+  std::vector<std::string> externalIPs;               // canonical; invalid ones are dropped with a warning
+  std::vector<std::string> loadBalancerSourceRanges;  // canonical CIDRs; invalid ones dropped likewise
   std::vector<LoadBalancerIngress> loadBalancerIngress;
   std::string externalTrafficPolicy = "Cluster";
   std::string internalTrafficPolicy = "Cluster";
@@ -93,6 +93,12 @@ struct Node {
   std::vector<std::pair<std::string, std::string>> addresses;  // (type, address)
 };
 
+// networking.k8s.io/v1 ServiceCIDR: the ranges ClusterIPs are allocated from. Cluster-scoped.
+struct ServiceCIDR {
+  ObjectMeta meta;
+  std::vector<std::string> cidrs;  // canonical network addresses ("10.96.0.0/16"), at most one per family
+};
+
 inline bool operator==(const ObjectMeta& a, const ObjectMeta& b) {
   return a.ns == b.ns && a.name == b.name && a.labels == b.labels &&
          a.annotations == b.annotations && a.creationTimestamp == b.creationTimestamp &&
@@ -106,5 +112,6 @@ bool operator==(const Endpoint& a, const Endpoint& b);
 bool operator==(const Service& a, const Service& b);
 bool operator==(const EndpointSlice& a, const EndpointSlice& b);
 bool operator==(const Node& a, const Node& b);
+bool operator==(const ServiceCIDR& a, const ServiceCIDR& b);
 
 }  // namespace kpn::api

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kpn::net {
 
@@ -20,5 +21,29 @@ struct Cidr {
 std::optional<std::string> canonicalIp(const std::string& text);
 std::optional<Family> familyOf(const std::string& canonicalIp);
 std::optional<Cidr> parseCidr(const std::string& text);
+// Whether `canonicalIp` lies inside `cidr` (false across families).
+bool contains(const Cidr& cidr, const std::string& canonicalIp);
+// 127.0.0.0/8 and ::1: never NodePort addresses.
+bool isLoopback(const std::string& canonicalIp);
+
+// The addresses configured on this host (this network namespace), and the interfaces that hold
+// the default routes: what --nodeport-addresses selects from.
+struct HostAddress {
+  std::string interface;
+  std::string ip;  // canonical
+  Family family;
+  bool operator==(const HostAddress& o) const { return interface == o.interface && ip == o.ip && family == o.family; }
+};
+struct HostAddresses {
+  std::vector<HostAddress> addresses;     // in interface order; link-local IPv6 left out
+  std::string defaultRouteInterface[2];   // by Family (V4, V6); "" when there is no default route
+  bool operator==(const HostAddresses& o) const {
+    return addresses == o.addresses && defaultRouteInterface[0] == o.defaultRouteInterface[0] &&
+           defaultRouteInterface[1] == o.defaultRouteInterface[1];
+  }
+  bool operator!=(const HostAddresses& o) const { return !(*this == o); }
+};
+// getifaddrs plus /proc/net/route and /proc/net/ipv6_route; cheap enough to call every sync.
+HostAddresses readHostAddresses();
 
 }  // namespace kpn::net

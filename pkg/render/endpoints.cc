@@ -4,10 +4,22 @@
 
 namespace kpn::render {
 
-std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& sp,
-                                            const std::vector<const api::EndpointSlice*>& slices,
-                                            const std::string& addressType, const std::string& nodeName) {
-  std::vector<EndpointChoice> ready, fallback;
+namespace {
+
+void sortUnique(std::vector<EndpointChoice>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end(),
+                      [](const EndpointChoice& a, const EndpointChoice& b) { return a.ip == b.ip && a.port == b.port; }),
+          v.end());
+}
+
+// Ready endpoints, and serving-and-terminating ones (the fallback); with `local`, also the local
+// ones of each kind (one pass).
+struct Collected {
+  std::vector<EndpointChoice> ready, fallback, localReady, localFallback;
+};
+void collect(const api::ServicePort& sp, const std::vector<const api::EndpointSlice*>& slices,
+             const std::string& addressType, const std::string& nodeName, bool local, Collected& out) {
   for (const api::EndpointSlice* slice : slices) {
     if (slice->addressType != addressType) continue;
     const api::EndpointPort* match = nullptr;
@@ -18,16 +30,39 @@ std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& sp,
       if (ep.addresses.empty()) continue;
       // Upstream uses the first address only: all of an endpoint's addresses are one pod.
       EndpointChoice c{ep.addresses.front(), *match->port, !nodeName.empty() && ep.nodeName == nodeName};
-      if (ep.conditions.isReady()) ready.push_back(c);
-      else if (ep.conditions.isServing() && ep.conditions.isTerminating()) fallback.push_back(c);
+      if (ep.conditions.isReady()) {
+        out.ready.push_back(c);
+        if (local && c.local) out.localReady.push_back(c);
+      } else if (ep.conditions.isServing() && ep.conditions.isTerminating()) {
+        out.fallback.push_back(c);
+        if (local && c.local) out.localFallback.push_back(c);
+      }
     }
   }
-  auto& chosen = ready.empty() ? fallback : ready;
-  std::sort(chosen.begin(), chosen.end());
-  chosen.erase(std::unique(chosen.begin(), chosen.end(),
-                           [](const EndpointChoice& a, const EndpointChoice& b) { return a.ip == b.ip && a.port == b.port; }),
-               chosen.end());
+}
+
+}  // namespace
+
+std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& sp,
+                                            const std::vector<const api::EndpointSlice*>& slices,
+                                            const std::string& addressType, const std::string& nodeName) {
+  Collected c;
+  collect(sp, slices, addressType, nodeName, false, c);
+  auto& chosen = c.ready.empty() ? c.fallback : c.ready;
+  sortUnique(chosen);
   return std::move(chosen);
+}
+
+EndpointSets categorizeEndpoints(const api::ServicePort& sp, const std::vector<const api::EndpointSlice*>& slices,
+                                 const std::string& addressType, const std::string& nodeName) {
+  EndpointSets out;
+  Collected c;
+  collect(sp, slices, addressType, nodeName, !nodeName.empty(), c);
+  out.cluster = c.ready.empty() ? std::move(c.fallback) : std::move(c.ready);
+  out.local = c.localReady.empty() ? std::move(c.localFallback) : std::move(c.localReady);
+  sortUnique(out.cluster);
+  sortUnique(out.local);
+  return out;
 }
 
 }  // namespace kpn::render

@@ -24,4 +24,14 @@ std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& port,
                                             const std::vector<const api::EndpointSlice*>& slices,
                                             const std::string& addressType, const std::string& nodeName);
 
+// Upstream's split of a service port's endpoints by traffic policy: `cluster` as above; `local`
+// the endpoints on this node, chosen the same way among them alone (ready local ones, else the
+// serving-and-terminating local ones), so a node whose local pods are all terminating keeps
+// serving Local-policy traffic with them while cluster traffic goes to ready pods elsewhere.
+struct EndpointSets {
+  std::vector<EndpointChoice> cluster, local;
+};
+EndpointSets categorizeEndpoints(const api::ServicePort& port, const std::vector<const api::EndpointSlice*>& slices,
+                                 const std::string& addressType, const std::string& nodeName);
+
 }  // namespace kpn::render

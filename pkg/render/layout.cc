@@ -32,6 +32,16 @@ std::string serviceChainName(const api::Service& svc, const api::ServicePort& po
   return "service-" + svc.meta.ns + "/" + svc.meta.name + "/" + api::protocolName(port.protocol) + "/" + portKey(port);
 }
 
+std::string localChainName(const api::Service& svc, const api::ServicePort& port) {
+  return "local-" + svc.meta.ns + "/" + svc.meta.name + "/" + api::protocolName(port.protocol) + "/" + portKey(port);
+}
+
+std::string externalChainName(const api::Service& svc, const api::ServicePort& port) {
+  return "external-" + svc.meta.ns + "/" + svc.meta.name + "/" + api::protocolName(port.protocol) + "/" + portKey(port);
+}
+
+std::string firewallChainName(const api::Service& svc) { return "firewall-" + svc.meta.ns + "/" + svc.meta.name; }
+
 std::string servicePortComment(const api::Service& svc, const api::ServicePort& port) {
   return svc.meta.ns + "/" + svc.meta.name + ":" + portKey(port);
 }
@@ -49,6 +59,10 @@ std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
       {kServiceIPs, {addr, "inet_proto", "inet_service"}, "verdict", ""},
       {kNoEndpointServices, {addr, "inet_proto", "inet_service"}, "verdict", ""},
       {kHairpin, {addr, addr}, "", ""},
+      {kServiceNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
+      {kNoEndpointNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
+      {kFirewallIPs, {addr, "inet_proto", "inet_service"}, "verdict", ""},
+      {kNodePortIPs, {addr}, "", ""},
   };
   // nft needs the protocol in the typeof of a map that yields a port, and refuses a rule whose
   // protocol differs, so each protocol has its own shards.
@@ -60,27 +74,55 @@ std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
   return decls;
 }
 
-PartPtr renderBasePart(Family f, const NodeConfig& cfg) {
+PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment& env) {
   auto part = std::make_shared<Part>();
   const uint32_t mark = cfg.masqueradeMark;
   std::vector<Rule> services;
-  const auto& cidr = f == Family::IPv4 ? cfg.clusterCidrV4 : cfg.clusterCidrV6;
   if (cfg.masqueradeAll) {
     services.push_back(makeRule({st::matchSet(daddr(f), kClusterIPs), st::markSet(ex::bitOr(ex::meta("mark"), mark))},
                                 "masquerade all ClusterIP traffic"));
-  } else if (cidr) {
-    services.push_back(makeRule({st::matchSet(daddr(f), kClusterIPs),
-                                 st::match(saddr(f), "!=", ex::prefix(cidr->address, cidr->prefixLen)),
+  } else if (!env.localKind.empty()) {
+    services.push_back(makeRule({st::matchSet(daddr(f), kClusterIPs), localTrafficMatch(f, env, true),
                                  st::markSet(ex::bitOr(ex::meta("mark"), mark))},
-                                "masquerade ClusterIP traffic from outside the cluster CIDR"));
+                                cfg.detectLocal == LocalDetectMode::ClusterCIDR
+                                    ? "masquerade ClusterIP traffic from outside the cluster CIDR"
+                                    : "masquerade ClusterIP traffic not from a local pod"));
   }
   services.push_back(makeRule({st::vmap(serviceKeyExpr(f), kServiceIPs)}));
+  // NodePorts: one lookup on protocol . port, on the NodePort addresses only (never loopback).
+  Expr nodePortKey = ex::concat({ex::meta("l4proto"), ex::payload("th", "dport")});
+  Stmt loopback = f == Family::IPv4 ? st::match(daddr(f), "!=", ex::prefix("127.0.0.0", 8))
+                                    : st::match(daddr(f), "!=", ex::addr("::1"));
+  Stmt fibLocal = st::match(ex::fib("daddr", "type"), "==", ex::symbol("local"));
+  if (env.nodePortMatchAll)
+    services.push_back(makeRule({fibLocal, loopback, st::vmap(nodePortKey, kServiceNodePorts)}));
+  else
+    services.push_back(makeRule({st::matchSet(daddr(f), kNodePortIPs), st::vmap(nodePortKey, kServiceNodePorts)}));
+  Rule nodePortCheck = env.nodePortMatchAll
+                           ? makeRule({loopback, st::vmap(nodePortKey, kNoEndpointNodePorts)})
+                           : makeRule({st::matchSet(daddr(f), kNodePortIPs), st::vmap(nodePortKey, kNoEndpointNodePorts)});
+  for (const auto& ip : env.nodePortIPs) part->elements.push_back(setElement(kNodePortIPs, ex::addr(ip)));
+
+  std::vector<Rule> clusterIPsCheck = {
+      makeRule({st::matchSet(daddr(f), kClusterIPs), st::reject(f)}, "Reject traffic to invalid ports of ClusterIPs")};
+  for (const auto& text : env.serviceCIDRs) {
+    auto c = net::parseCidr(text);
+    clusterIPsCheck.push_back(makeRule({st::match(daddr(f), "==", ex::prefix(c->address, c->prefixLen)), st::drop()},
+                                       "Drop traffic to unallocated ClusterIPs"));
+  }
 
   part->chains = {
+      // Source ranges must be checked before DNAT rewrites the LoadBalancer IP (upstream #122614).
+      baseChain("filter-prerouting-pre-dnat", "filter", "prerouting", -110,
+                {makeRule({ctStateNew(), st::jump("firewall-check")})}),
+      baseChain("filter-output-pre-dnat", "filter", "output", -110,
+                {makeRule({ctStateNew(), st::jump("firewall-check")})}),
       baseChain("nat-prerouting", "nat", "prerouting", -100, {makeRule({st::jump(kServicesChain)})}),
       baseChain("nat-output", "nat", "output", -100, {makeRule({st::jump(kServicesChain)})}),
       baseChain("nat-postrouting", "nat", "postrouting", 100, {makeRule({st::jump("masquerading")})}),
-      baseChain("filter-input", "filter", "input", 0, {makeRule({ctStateNew(), st::jump("service-endpoints-check")})}),
+      baseChain("filter-input", "filter", "input", 0,
+                {makeRule({ctStateNew(), st::jump("nodeport-endpoints-check")}),
+                 makeRule({ctStateNew(), st::jump("service-endpoints-check")})}),
       baseChain("filter-forward", "filter", "forward", 0,
                 {makeRule({ctStateNew(), st::jump("service-endpoints-check")}),
                  makeRule({ctStateNew(), st::jump("cluster-ips-check")})}),
@@ -95,11 +137,13 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg) {
                        st::matchSet(ex::concat({saddr(f), daddr(f)}), kHairpin), st::masqueradeFullyRandom()},
                       "hairpin: an endpoint reaching itself through a service")}},
       Chain{"service-endpoints-check", std::nullopt, {makeRule({st::vmap(serviceKeyExpr(f), kNoEndpointServices)})}},
-      Chain{"cluster-ips-check", std::nullopt,
-            {makeRule({st::matchSet(daddr(f), kClusterIPs), st::reject(f)},
-                      "Reject traffic to invalid ports of ClusterIPs")}},
-      Chain{kRejectChain, std::nullopt, {makeRule({st::reject(f)}, "helper for @no-endpoint-services")}},
+      Chain{"nodeport-endpoints-check", std::nullopt, {nodePortCheck}},
+      Chain{"firewall-check", std::nullopt, {makeRule({st::vmap(serviceKeyExpr(f), kFirewallIPs)})}},
+      Chain{"cluster-ips-check", std::nullopt, std::move(clusterIPsCheck)},
+      Chain{kRejectChain, std::nullopt,
+            {makeRule({st::reject(f)}, "helper for @no-endpoint-services / @no-endpoint-nodeports")}},
   };
+  nft::shrinkToFit(*part);
   return part;
 }
 

@@ -4,6 +4,7 @@
 #include <rapidjson/document.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "pkg/render/endpoints.h"
@@ -34,49 +35,174 @@ bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg) {
 }
 
 PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
-                          const NodeConfig& cfg, Family family, BackendSlots& slots) {
-  std::string clusterIP;
-  for (const auto& ip : svc.clusterIPs) {
+                          const NodeConfig& cfg, Family family, BackendSlots& slots, const FamilyEnvironment& env,
+                          const DestinationClaims* claims) {
+  auto inFamily = [&](const std::string& ip) {
     auto f = net::familyOf(ip);
-    if (f && toNftFamily(*f) == family) {
+    return f && toNftFamily(*f) == family;
+  };
+  std::string clusterIP;
+  for (const auto& ip : svc.clusterIPs)
+    if (inFamily(ip)) {
       clusterIP = ip;
       break;
     }
+  if (clusterIP.empty()) return nullptr;  // as upstream: a family without a ClusterIP has no service
+
+  const std::string svcKey = state::serviceKey(svc.meta.ns, svc.meta.name);
+  const bool externalLocal = svc.externalTrafficPolicy == "Local";
+  const bool internalLocal = svc.internalTrafficPolicy == "Local";
+  const uint32_t mark = cfg.masqueradeMark;
+  // The LB IPs first: an address that is both an LB IP and an external IP gets the firewall.
+  std::vector<std::pair<std::string, bool>> externalAddrs;  // (address, is an LB IP)
+  for (const auto& ip : loadBalancerVIPs(svc))
+    if (inFamily(ip)) externalAddrs.emplace_back(ip, true);
+  for (const auto& ip : svc.externalIPs)
+    if (inFamily(ip)) externalAddrs.emplace_back(ip, false);
+  std::vector<net::Cidr> ranges;
+  for (const auto& text : svc.loadBalancerSourceRanges) {
+    auto c = net::parseCidr(text);
+    if (c && toNftFamily(c->family) == family) ranges.push_back(*c);
   }
-  if (clusterIP.empty()) return nullptr;
+  const bool firewalled = !ranges.empty();
+
+  auto owns = [&](const std::string& dest) { return !claims || claims->owns(svcKey, dest); };
+  auto lost = [&](const std::string& what, const std::string& dest) {
+    LOG(WARNING) << "Service " << svcKey << ": " << what << " is already used by Service " << claims->owner(dest)
+                 << " (the older one keeps it); not programmed for this service";
+  };
+  // A nodePort is one claim for both families: say so once, in the service's first family.
+  const bool firstFamily = inFamily(svc.clusterIPs.front());
 
   auto part = std::make_shared<Part>();
-  std::set<std::string> seenKeys, hairpins;
+  std::set<std::string> seen, hairpins;
   part->elements.push_back(setElement(kClusterIPs, ex::addr(clusterIP), svc.meta.ns + "/" + svc.meta.name));
+  bool firewallUsed = false;
+  const Expr kDrop{"{\"drop\":null}", "drop"};
+  auto dropElement = [&](const char* set, Expr key, const std::string& comment) {
+    return Element{set, std::move(key), kDrop, comment, {}};
+  };
+
   for (const api::ServicePort& sp : svc.ports) {
     const char* proto = api::protocolName(sp.protocol);
-    Expr key = ex::concat({ex::addr(clusterIP), ex::symbol(proto), ex::number(sp.port)});
-    if (!seenKeys.insert(key.json).second) continue;  // a duplicate port: the API would have refused it
-    std::string chain = serviceChainName(svc, sp);
-    std::string comment = servicePortComment(svc, sp);
-    auto eps = usableEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName);
-    if (eps.empty()) {
-      slots.release(slotOwner(family, chain));
-      part->elements.push_back(verdictElement(kNoEndpointServices, key, kRejectChain, comment));
-      continue;
+    auto addrKey = [&](const std::string& ip) { return ex::concat({ex::addr(ip), ex::symbol(proto), ex::number(sp.port)}); };
+    std::string clusterDest = ipDestination(clusterIP, sp.protocol, sp.port);
+    if (!seen.insert(clusterDest).second) continue;  // a duplicate port: the API would have refused it
+    const std::string chain = serviceChainName(svc, sp), localChain = localChainName(svc, sp),
+                      externalChain = externalChainName(svc, sp), comment = servicePortComment(svc, sp);
+    EndpointSets eps = categorizeEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName);
+    const bool hasEndpoints = !eps.cluster.empty() || !eps.local.empty();
+
+    // External destinations this service holds: LB IPs and external IPs, and the nodePort.
+    std::vector<Expr> externalKeys, firewallKeys;
+    for (const auto& [ip, isVIP] : externalAddrs) {
+      std::string dest = ipDestination(ip, sp.protocol, sp.port);
+      if (!seen.insert(dest).second) continue;
+      if (!owns(dest)) {
+        lost(std::string(isVIP ? "LoadBalancer IP " : "external IP ") + ip + " port " + proto + "/" +
+                 std::to_string(sp.port),
+             dest);
+        continue;
+      }
+      externalKeys.push_back(addrKey(ip));
+      if (isVIP && firewalled) firewallKeys.push_back(externalKeys.back());
     }
-    std::map<std::string, Expr> values;  // element value json -> expression
-    std::vector<std::string> valueJson;
-    for (const auto& ep : eps) {
-      Expr v = ex::concat({ex::addr(ep.ip), ex::number(ep.port)});
-      valueJson.push_back(v.json);
-      values.emplace(v.json, std::move(v));
-      if (hairpins.insert(ep.ip).second)
-        part->elements.push_back(setElement(kHairpin, ex::concat({ex::addr(ep.ip), ex::addr(ep.ip)})));
+    std::optional<Expr> nodePortKey;
+    if (sp.nodePort > 0 && seen.insert(nodePortDestination(sp.protocol, sp.nodePort)).second) {
+      std::string dest = nodePortDestination(sp.protocol, sp.nodePort);
+      if (owns(dest)) nodePortKey = ex::concat({ex::symbol(proto), ex::number(sp.nodePort)});
+      else if (firstFamily) lost(std::string("nodePort ") + proto + "/" + std::to_string(sp.nodePort), dest);
     }
-    const Slot& slot = slots.place(slotOwner(family, chain), backendsMapName(sp.protocol, chain, cfg.backendShards), valueJson);
-    for (size_t i = 0; i < slot.order.size(); ++i)
-      part->elements.push_back(mapElement(slot.map, ex::number(slot.base + i), values.at(slot.order[i])));
-    part->chains.push_back(Chain{chain, std::nullopt,
-                                 {makeRule({st::match(ex::meta("l4proto"), "==", ex::symbol(proto)),
-                                            st::dnatMap(family, ex::numgenRandom(slot.order.size(), slot.base), slot.map)},
-                                           comment)}});
-    part->elements.push_back(verdictElement(kServiceIPs, key, chain, comment));
+    const bool external = !externalKeys.empty() || nodePortKey;
+
+    // The chains that pick an endpoint: all usable endpoints (service-), this node's (local-).
+    // Each exists only when something jumps to it, and keeps a sticky range of backend slots.
+    auto dnatChain = [&](const std::string& name, const std::vector<EndpointChoice>& chosen) {
+      std::map<std::string, Expr> values;  // element value json -> expression
+      std::vector<std::string> valueJson;
+      for (const auto& ep : chosen) {
+        Expr v = ex::concat({ex::addr(ep.ip), ex::number(ep.port)});
+        valueJson.push_back(v.json);
+        values.emplace(v.json, std::move(v));
+        if (hairpins.insert(ep.ip).second)
+          part->elements.push_back(setElement(kHairpin, ex::concat({ex::addr(ep.ip), ex::addr(ep.ip)})));
+      }
+      const Slot& slot = slots.place(slotOwner(family, name), backendsMapName(sp.protocol, name, cfg.backendShards), valueJson);
+      for (size_t i = 0; i < slot.order.size(); ++i)
+        part->elements.push_back(mapElement(slot.map, ex::number(slot.base + i), values.at(slot.order[i])));
+      part->chains.push_back(Chain{name, std::nullopt,
+                                   {makeRule({st::match(ex::meta("l4proto"), "==", ex::symbol(proto)),
+                                              st::dnatMap(family, ex::numgenRandom(slot.order.size(), slot.base), slot.map)},
+                                             comment)}});
+    };
+    const bool usesServiceChain = !eps.cluster.empty() && (!internalLocal || external);
+    const bool usesLocalChain = !eps.local.empty() && (internalLocal || (externalLocal && external));
+    if (usesServiceChain) dnatChain(chain, eps.cluster);
+    else slots.release(slotOwner(family, chain));
+    if (usesLocalChain) dnatChain(localChain, eps.local);
+    else slots.release(slotOwner(family, localChain));
+
+    // ClusterIP: internal traffic policy. Nothing usable at all: reject; Local and nothing here: drop.
+    if (!owns(clusterDest)) {
+      lost("ClusterIP port " + std::string(proto) + "/" + std::to_string(sp.port), clusterDest);
+    } else if (internalLocal ? !eps.local.empty() : hasEndpoints) {
+      part->elements.push_back(verdictElement(kServiceIPs, addrKey(clusterIP), internalLocal ? localChain : chain, comment));
+    } else if (hasEndpoints) {
+      part->elements.push_back(dropElement(kNoEndpointServices, addrKey(clusterIP), comment));
+    } else {
+      part->elements.push_back(verdictElement(kNoEndpointServices, addrKey(clusterIP), kRejectChain, comment));
+    }
+
+    // NodePort, external IPs, LB IPs: external traffic policy, through external-<...>.
+    if (external && !hasEndpoints) {
+      for (const Expr& k : externalKeys) part->elements.push_back(verdictElement(kNoEndpointServices, k, kRejectChain, comment));
+      if (nodePortKey) part->elements.push_back(verdictElement(kNoEndpointNodePorts, *nodePortKey, kRejectChain, comment));
+    } else if (external) {
+      std::vector<Rule> rules;
+      Stmt masq = st::markSet(ex::bitOr(ex::meta("mark"), mark));
+      if (!externalLocal) {
+        rules.push_back(makeRule({masq, st::goTo(chain)}, "masquerade external traffic"));
+      } else {
+        // Pods and the node itself reach an eTP=Local service through all endpoints (upstream's
+        // short-circuit); only traffic from outside keeps its source and stays on this node.
+        if (!eps.cluster.empty()) {
+          if (!env.localKind.empty())
+            rules.push_back(makeRule({localTrafficMatch(family, env, false), st::goTo(chain)}, "short-circuit pod traffic"));
+          rules.push_back(makeRule({st::match(ex::fib("saddr", "type"), "==", ex::symbol("local")), masq, st::goTo(chain)},
+                                   "masquerade and short-circuit node traffic"));
+        }
+        if (!eps.local.empty()) rules.push_back(makeRule({st::goTo(localChain)}));
+      }
+      part->chains.push_back(Chain{externalChain, std::nullopt, std::move(rules)});
+      for (const Expr& k : externalKeys) part->elements.push_back(verdictElement(kServiceIPs, k, externalChain, comment));
+      if (nodePortKey) part->elements.push_back(verdictElement(kServiceNodePorts, *nodePortKey, externalChain, comment));
+      if (externalLocal && eps.local.empty()) {
+        // Outside traffic falls through external-<...> undnatted and is dropped here (not rejected).
+        for (const Expr& k : externalKeys) part->elements.push_back(dropElement(kNoEndpointServices, k, comment));
+        if (nodePortKey) part->elements.push_back(dropElement(kNoEndpointNodePorts, *nodePortKey, comment));
+      }
+    }
+    for (const Expr& k : firewallKeys) {
+      part->elements.push_back(verdictElement(kFirewallIPs, k, firewallChainName(svc), comment));
+      firewallUsed = true;
+    }
+  }
+
+  if (firewallUsed) {
+    // Allowed sources return to the pre-DNAT base chain; everything else is dropped.
+    Expr src = ex::payload(familyName(family), "saddr");
+    std::vector<Rule> rules;
+    bool nodeInRange = false;
+    for (const auto& r : ranges) {
+      rules.push_back(makeRule({st::match(src, "==", ex::prefix(r.address, r.prefixLen)), st::ret()}));
+      for (const auto& n : env.nodeIPs) nodeInRange = nodeInRange || net::contains(r, n);
+    }
+    // The node reaching its own LB IP may use the VIP as source (upstream does the same).
+    if (nodeInRange)
+      for (const auto& [ip, isVIP] : externalAddrs)
+        if (isVIP) rules.push_back(makeRule({st::match(src, "==", ex::addr(ip)), st::ret()}));
+    rules.push_back(makeRule({st::drop()}, "source not in loadBalancerSourceRanges"));
+    part->chains.push_back(Chain{firewallChainName(svc), std::nullopt, std::move(rules)});
   }
   nft::shrinkToFit(*part);
   return part;
@@ -91,24 +217,50 @@ Ruleset Renderer::skeleton() const {
 }
 
 const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<std::string>* changed) {
-  bool incremental = changed && last_.tables.size() == 2;
+  Environment env = deriveEnvironment(cfg_, st.node.get(), st.serviceCIDRs, host_);
+  const bool envChanged = !haveEnv_ || !(env == env_);
+  const bool servicesSeeIt = !haveEnv_ || !env.sameForServices(env_);
+  if (envChanged)
+    for (const auto& w : env.warnings) LOG(WARNING) << w;
+  env_ = std::move(env);
+  haveEnv_ = true;
+
+  bool incremental = changed && last_.tables.size() == 2 && !servicesSeeIt;
+  touched_.clear();
+  lastWasIncremental_ = incremental;
   if (!incremental) {
     last_.tables.clear();
     for (Family f : kFamilies) {
       Table t{f, kTableName, tableDeclarations(f, cfg_), {}};
-      t.parts[kBaseOwner] = renderBasePart(f, cfg_);
+      t.parts[kBaseOwner] = renderBasePart(f, cfg_, env_.of(f));
       last_.tables.push_back(std::move(t));
     }
+  } else if (envChanged) {
+    for (Table& t : last_.tables) t.parts[kBaseOwner] = renderBasePart(t.family, cfg_, env_.of(t.family));
+    touched_.insert(kBaseOwner);
   }
-  std::vector<std::string> keys;  // sorted: allocation order must not depend on how we got here
-  if (incremental) keys.assign(changed->begin(), changed->end());
-  else
-    for (const auto& [key, svc] : st.services) keys.push_back(key);
 
   auto proxied = [&](const std::string& key) -> const api::Service* {
     auto it = st.services.find(key);
     return it != st.services.end() && serviceIsProxied(*it->second, cfg_) ? it->second.get() : nullptr;
   };
+
+  // Contested destinations first: a change may hand a nodePort or an external IP to another
+  // service, which must then be rendered too.
+  std::set<std::string> keySet;
+  if (incremental) {
+    keySet.insert(changed->begin(), changed->end());
+    std::set<std::string> affected;
+    for (const std::string& key : *changed) claims_.update(key, proxied(key), &affected);
+    keySet.insert(affected.begin(), affected.end());
+  } else {
+    claims_.clear();
+    for (const auto& [key, svc] : st.services) {
+      keySet.insert(key);
+      claims_.update(key, proxied(key), nullptr);
+    }
+  }
+  std::vector<std::string> keys(keySet.begin(), keySet.end());  // sorted: allocation order must not depend on how we got here
 
   // Pass 1: release the backend ranges of service ports that are gone, in one canonical order, so
   // an incremental render and a from-scratch one reuse freed ranges identically.
@@ -116,7 +268,10 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
   for (const std::string& key : keys)
     if (const api::Service* svc = proxied(key))
       for (Family f : kFamilies)
-        for (const auto& sp : svc->ports) wanted.insert(slotOwner(f, serviceChainName(*svc, sp)));
+        for (const auto& sp : svc->ports) {
+          wanted.insert(slotOwner(f, serviceChainName(*svc, sp)));
+          wanted.insert(slotOwner(f, localChainName(*svc, sp)));
+        }
   if (incremental) {
     for (const Table& t : last_.tables)
       for (const std::string& key : keys) {
@@ -132,8 +287,6 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
   for (const std::string& owner : release) slots_.release(owner);
 
   // Pass 2: render.
-  touched_.clear();
-  lastWasIncremental_ = incremental;
   for (const std::string& key : keys) {
     if (incremental) touched_.insert(ownerOf(key));
     const api::Service* svc = proxied(key);
@@ -144,7 +297,7 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
         for (const auto& [name, slice] : sl->second) slices.push_back(slice.get());
     }
     for (Table& t : last_.tables) {
-      PartPtr part = svc ? renderServicePart(*svc, slices, cfg_, t.family, slots_) : nullptr;
+      PartPtr part = svc ? renderServicePart(*svc, slices, cfg_, t.family, slots_, env_.of(t.family), &claims_) : nullptr;
       if (part) t.parts[ownerOf(key)] = std::move(part);
       else t.parts.erase(ownerOf(key));
     }
@@ -156,7 +309,8 @@ void Renderer::adoptSlots(const std::vector<ListedTable>& kernel) {
   for (size_t i = 0; i < kernel.size() && i < 2; ++i) {
     Family f = kFamilies[i];
     for (const auto& [name, chain] : kernel[i].chains) {
-      if (name.rfind("service-", 0) != 0 || chain.rules.size() != 1) continue;
+      // service-<...> and local-<...>: one dnat rule over a range of a backends map.
+      if ((name.rfind("service-", 0) != 0 && name.rfind("local-", 0) != 0) || chain.rules.size() != 1) continue;
       // [{"match":...},{"dnat":{"family":..,"addr":{"map":{"key":{"numgen":{..,"mod":N,"offset":B}},"data":"@M"}}}}]
       rapidjson::Document d;
       d.Parse(chain.rules[0].exprJson.c_str());

@@ -11,6 +11,7 @@ namespace {
 const char* kindName(const api::Service*) { return "Service"; }
 const char* kindName(const api::EndpointSlice*) { return "EndpointSlice"; }
 const char* kindName(const api::Node*) { return "Node"; }
+const char* kindName(const api::ServiceCIDR*) { return "ServiceCIDR"; }
 
 template <class T>
 std::string keyOf(const T& o) {
@@ -45,6 +46,7 @@ bool ManifestMerge::setFile(const std::string& file, api::DecodedObjects objs) {
   bool changed = update(services_, file, keys.services, keyed(std::move(objs.services), file));
   changed |= update(slices_, file, keys.slices, keyed(std::move(objs.slices), file));
   changed |= update(nodes_, file, keys.nodes, keyed(std::move(objs.nodes), file));
+  changed |= update(serviceCIDRs_, file, keys.serviceCIDRs, keyed(std::move(objs.serviceCIDRs), file));
   return changed;
 }
 
@@ -55,6 +57,7 @@ bool ManifestMerge::dropFile(const std::string& file) {
   for (const auto& key : it->second.services) changed |= unclaim(services_, key, file);
   for (const auto& key : it->second.slices) changed |= unclaim(slices_, key, file);
   for (const auto& key : it->second.nodes) changed |= unclaim(nodes_, key, file);
+  for (const auto& key : it->second.serviceCIDRs) changed |= unclaim(serviceCIDRs_, key, file);
   files_.erase(it);
   return changed;
 }
@@ -68,7 +71,8 @@ bool ManifestMerge::dropAll() {
 size_t ManifestMerge::objectCount(const std::string& file) const {
   auto it = files_.find(file);
   if (it == files_.end()) return 0;
-  return it->second.services.size() + it->second.slices.size() + it->second.nodes.size();
+  return it->second.services.size() + it->second.slices.size() + it->second.nodes.size() +
+         it->second.serviceCIDRs.size();
 }
 
 std::vector<std::string> ManifestMerge::files() const {
@@ -181,6 +185,19 @@ bool ManifestMerge::publish(const std::shared_ptr<const api::Node>&, const std::
   const api::Node* old = state_.node.get();
   state_.setNode(after);
   return state_.node.get() != old;
+}
+
+bool ManifestMerge::publish(const std::shared_ptr<const api::ServiceCIDR>& before,
+                            const std::shared_ptr<const api::ServiceCIDR>& after) {
+  const api::ServiceCIDR& ref = after ? *after : *before;
+  auto it = state_.serviceCIDRs.find(ref.meta.name);
+  const api::ServiceCIDR* old = it == state_.serviceCIDRs.end() ? nullptr : it->second.get();
+  if (after) {
+    state_.upsertServiceCIDR(after);
+    return state_.serviceCIDRs[ref.meta.name].get() != old;
+  }
+  state_.deleteServiceCIDR(ref.meta.name);
+  return old != nullptr;
 }
 
 }  // namespace kpn::source

@@ -20,7 +20,7 @@ class ManifestMerge {
  public:
   explicit ManifestMerge(state::ClusterState& state) : state_(state) {}
 
-  // Everything `file` defines is now `objs` (services, slices and nodes; errors/warnings are
+  // Everything `file` defines is now `objs` (services, slices, nodes and ServiceCIDRs; errors/warnings are
   // ignored). Slices must carry a serviceName; nodes should already be narrowed to this node.
   // Within one file the first definition of an object wins. Returns true if the state changed.
   bool setFile(const std::string& file, api::DecodedObjects objs);
@@ -40,7 +40,7 @@ class ManifestMerge {
   using Claims = std::map<std::string, std::map<std::string, std::shared_ptr<const T>>>;
   // The keys one file defines, per kind, sorted.
   struct FileKeys {
-    std::vector<std::string> services, slices, nodes;
+    std::vector<std::string> services, slices, nodes, serviceCIDRs;
   };
 
   template <class T>
@@ -56,12 +56,15 @@ class ManifestMerge {
   bool publish(const std::shared_ptr<const api::EndpointSlice>& before,
                const std::shared_ptr<const api::EndpointSlice>& after);
   bool publish(const std::shared_ptr<const api::Node>& before, const std::shared_ptr<const api::Node>& after);
+  bool publish(const std::shared_ptr<const api::ServiceCIDR>& before,
+               const std::shared_ptr<const api::ServiceCIDR>& after);
 
   state::ClusterState& state_;
   std::map<std::string, FileKeys> files_;
   Claims<api::Service> services_;
   Claims<api::EndpointSlice> slices_;
   Claims<api::Node> nodes_;
+  Claims<api::ServiceCIDR> serviceCIDRs_;
 };
 
 }  // namespace kpn::source

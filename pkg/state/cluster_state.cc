@@ -40,4 +40,15 @@ void ClusterState::setNode(NodePtr n) {
   nodeChanged = true;
 }
 
+void ClusterState::upsertServiceCIDR(ServiceCIDRPtr cidr) {
+  auto& slot = serviceCIDRs[cidr->meta.name];
+  if (slot && *slot == *cidr) return;
+  slot = std::move(cidr);
+  serviceCIDRsChanged = true;
+}
+
+void ClusterState::deleteServiceCIDR(const std::string& name) {
+  if (serviceCIDRs.erase(name)) serviceCIDRsChanged = true;
+}
+
 }  // namespace kpn::state

@@ -1,5 +1,5 @@
 // The cluster state a sync renders: every Service, every EndpointSlice grouped by the Service it
-// belongs to, and this node. Sources (manifest folder, API watch) keep it up to date; the syncer
+// belongs to, this node, and the cluster's ServiceCIDRs. Sources (manifest folder, API watch) keep it up to date; the syncer
 // reads it. Objects are shared immutable values: an unchanged object keeps its pointer, which is
 // what lets the renderer reuse the previous result for an untouched service.
 #pragma once
@@ -16,6 +16,7 @@ namespace kpn::state {
 using ServicePtr = std::shared_ptr<const api::Service>;
 using SlicePtr = std::shared_ptr<const api::EndpointSlice>;
 using NodePtr = std::shared_ptr<const api::Node>;
+using ServiceCIDRPtr = std::shared_ptr<const api::ServiceCIDR>;
 
 // "namespace/name"
 std::string serviceKey(const std::string& ns, const std::string& name);
@@ -24,11 +25,13 @@ struct ClusterState {
   std::map<std::string, ServicePtr> services;                             // by ns/name
   std::map<std::string, std::map<std::string, SlicePtr>> slicesByService;  // ns/service -> slice name -> slice
   NodePtr node;                                                            // may be null
+  std::map<std::string, ServiceCIDRPtr> serviceCIDRs;                     // by name (cluster-scoped)
 
   // Services (ns/name) whose Service object or any of whose slices changed since the syncer last
   // took the journal. A key may name a service that no longer exists (it was deleted).
   std::set<std::string> changedServices;
   bool nodeChanged = false;
+  bool serviceCIDRsChanged = false;
 
   // Mutators keep the change journal honest; sources use only these.
   void upsertService(ServicePtr svc);
@@ -36,6 +39,8 @@ struct ClusterState {
   void upsertSlice(SlicePtr slice);  // slice->serviceName must be set
   void deleteSlice(const std::string& ns, const std::string& serviceName, const std::string& sliceName);
   void setNode(NodePtr node);
+  void upsertServiceCIDR(ServiceCIDRPtr cidr);
+  void deleteServiceCIDR(const std::string& name);
 };
 
 }  // namespace kpn::state

@@ -32,8 +32,10 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   SyncStats stats;
   std::set<std::string> changed;
   changed.swap(st.changedServices);
-  bool nodeChanged = st.nodeChanged;
+  // The renderer compares the Node, ServiceCIDRs and host addresses itself and re-renders what
+  // depends on them; the flags only say that the source saw a change.
   st.nodeChanged = false;
+  st.serviceCIDRsChanged = false;
 
   nft::Plan plan;
   std::vector<nft::ListedTable> kernel;
@@ -49,7 +51,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     if (mode_ == Mode::Startup) renderer_.adoptSlots(kernel);
   }
   auto tRender = std::chrono::steady_clock::now();
-  const nft::Ruleset& desired = renderer_.render(st, mode_ == Mode::Incremental && !nodeChanged ? &changed : nullptr);
+  const nft::Ruleset& desired = renderer_.render(st, mode_ == Mode::Incremental ? &changed : nullptr);
   stats.renderMs = msSince(tRender);
 
   auto tDiff = std::chrono::steady_clock::now();

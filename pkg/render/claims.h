@@ -1,0 +1,54 @@
+// Who owns a destination when Services collide: two Services with the same nodePort, or an
+// external IP (or LoadBalancer IP) and port that another Service already uses. The older Service
+// (creationTimestamp, then namespace/name) keeps it; the other one is rendered without it and
+// logged. Without this the two would contribute one map key with two verdicts.
+//
+// Destinations are family-independent strings ("ip 10.96.0.10 tcp 80", "nodeport tcp 30001"), so
+// the winner is the same in both tables. Kept incrementally: a change of one Service reports the
+// other Services whose set of won destinations may have changed, and only those are re-rendered.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pkg/api/types.h"
+
+namespace kpn::render {
+
+std::string ipDestination(const std::string& ip, api::Protocol proto, int32_t port);
+std::string nodePortDestination(api::Protocol proto, int32_t nodePort);
+
+// The LoadBalancer ingress IPs a proxy programs: those with an IP whose ipMode is not Proxy.
+std::vector<std::string> loadBalancerVIPs(const api::Service& svc);
+// Every destination a Service asks for: ClusterIPs, external IPs and LoadBalancer IPs times its
+// ports, and its nodePorts. Sorted, unique.
+std::vector<std::string> destinationsOf(const api::Service& svc);
+// Orders claimants: older first; no creationTimestamp counts as newest; then namespace/name.
+std::string claimRank(const api::Service& svc);
+
+class DestinationClaims {
+ public:
+  // `svc` (null: gone, or not proxied) now claims destinationsOf(*svc). Services (keys) other
+  // than `serviceKey` that won or lost a destination by it are added to *affected.
+  void update(const std::string& serviceKey, const api::Service* svc, std::set<std::string>* affected);
+  void clear() { claims_.clear(), byService_.clear(); }
+
+  // Whether serviceKey holds dest (true when nobody claimed it: a renderer without claims).
+  bool owns(const std::string& serviceKey, const std::string& dest) const;
+  // The service that holds dest, or "".
+  std::string owner(const std::string& dest) const;
+  bool operator==(const DestinationClaims& o) const { return claims_ == o.claims_ && byService_ == o.byService_; }
+
+ private:
+  struct Held {
+    std::string rank;
+    std::vector<std::string> dests;
+    bool operator==(const Held& o) const { return rank == o.rank && dests == o.dests; }
+  };
+  std::map<std::string, std::map<std::string, std::string>> claims_;  // dest -> rank -> service key
+  std::map<std::string, Held> byService_;
+};
+
+}  // namespace kpn::render
