@@ -13,6 +13,11 @@ Topology (per Lab):
               per pod: veth <prefix>v<i> with proxy_arp, fe80::1/64, host routes to the pod.
   pod ns      eth0 with 10.244.0.<10+i>/32 and fd00:10:244::<10+i>/128, default routes via
               169.254.1.1 and fe80::1. ClusterIPs (10.96.0.0/16, fd00:10:96::/112) exist nowhere.
+  client ns   (add_external_client) an outside client: eth0 203.0.113.2/24 (+ .130, outside the
+              /25 source range tests allow) and 2001:db8:ff::2/64 (+ 2001:db8:ff::1:2), default
+              routes via the node's extc0 (203.0.113.1, 2001:db8:ff::1). LoadBalancer and
+              external IPs (198.51.100.0/24, 2001:db8:5::/64) exist nowhere: the client routes
+              them to the node, as a cloud load balancer or router would.
 """
 import atexit
 import contextlib
@@ -43,6 +48,11 @@ CLUSTER_CIDRS = f"{CLUSTER_CIDR_V4},{CLUSTER_CIDR_V6}"
 NODE_V4 = "192.168.100.1"
 NODE_V4_SECONDARY = "192.168.100.2"  # a node address a node-local client can bind to
 NODE_V6 = "fd00:192:168::1"
+NODE_V6_SECONDARY = "fd00:192:168::2"
+# The external client (add_external_client) and the node's address on its link.
+CLIENT_V4, CLIENT_V4_BLOCKED = "203.0.113.2", "203.0.113.130"
+CLIENT_V6, CLIENT_V6_BLOCKED = "2001:db8:ff::2", "2001:db8:ff::1:2"
+NODE_CLIENT_LINK_V4, NODE_CLIENT_LINK_V6 = "203.0.113.1", "2001:db8:ff::1"
 
 LIVE_LABS = []  # labs not yet closed, for failure diagnostics (see conftest.py)
 
@@ -159,21 +169,36 @@ def _uid(*parts):
 
 
 def service(name, ports, cluster_ips=None, namespace="default", type="ClusterIP", labels=None,
-            headless=False, external_name=None):
-    """A v1 Service as the API server returns it. ports: (name, port, protocol, targetPort)."""
+            headless=False, external_name=None, external_ips=None, lb_ingress=None, etp=None,
+            itp=None, source_ranges=None, health_check_node_port=None,
+            created="2024-05-01T10:00:00Z"):
+    """A v1 Service as the API server returns it.
+
+    ports: (name, port, protocol, targetPort[, nodePort]). lb_ingress: status ingress entries, each
+    an IP string or a dict ({"ip": ..., "ipMode": "Proxy"}, {"hostname": ...}). etp / itp:
+    externalTrafficPolicy / internalTrafficPolicy."""
     meta = {"name": name, "namespace": namespace, "uid": _uid("svc", namespace, name),
-            "resourceVersion": "4711", "creationTimestamp": "2024-05-01T10:00:00Z"}
+            "resourceVersion": "4711", "creationTimestamp": created}
     if labels:
         meta["labels"] = dict(labels)
     # kubectl leaves out the name of an unnamed (single) service port
     spec = {"ports": [dict({"name": p[0]} if p[0] else {}, port=p[1], protocol=p[2],
-                           targetPort=p[3]) for p in ports],
+                           targetPort=p[3], **({"nodePort": p[4]} if len(p) > 4 else {}))
+                      for p in ports],
             "sessionAffinity": "None", "type": type}
+    if external_ips:
+        spec["externalIPs"] = list(external_ips)
+    if etp:
+        spec["externalTrafficPolicy"] = etp
+    if source_ranges:
+        spec["loadBalancerSourceRanges"] = list(source_ranges)
+    if health_check_node_port:
+        spec["healthCheckNodePort"] = health_check_node_port
     if type == "ExternalName":
         spec["externalName"] = external_name or "example.com"
     else:
         spec["selector"] = {"app": name}
-        spec["internalTrafficPolicy"] = "Cluster"
+        spec["internalTrafficPolicy"] = itp or "Cluster"
         if headless:
             spec["clusterIP"] = "None"
             spec["clusterIPs"] = ["None"]
@@ -191,17 +216,27 @@ def service(name, ports, cluster_ips=None, namespace="default", type="ClusterIP"
                     fams.append("IPv4")
             spec["ipFamilies"] = fams
             spec["ipFamilyPolicy"] = "RequireDualStack" if len(ips) > 1 else "SingleStack"
+    ingress = [{"ip": i, "ipMode": "VIP"} if isinstance(i, str) else dict(i) for i in (lb_ingress or [])]
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec,
-            "status": {"loadBalancer": {}}}
+            "status": {"loadBalancer": {"ingress": ingress} if ingress else {}}}
+
+
+def service_cidr(name, cidrs):
+    """A networking.k8s.io/v1 ServiceCIDR."""
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+            "metadata": {"name": name, "uid": _uid("servicecidr", name), "resourceVersion": "7",
+                         "creationTimestamp": "2024-05-01T09:00:00Z"},
+            "spec": {"cidrs": list(cidrs)}}
 
 
 def endpoint_slice(service_name, endpoints, ports, name=None, address_type="IPv4",
                    namespace="default"):
     """A discovery.k8s.io/v1 EndpointSlice.
 
-    endpoints: IP strings (conditions ready/serving true, terminating false) or dicts
-      {"ip": ..., "conditions": {...}} whose conditions are copied verbatim (so keys can be left
-      out to test the "missing ready = true" rule).
+    endpoints: IP strings (conditions ready/serving true, terminating false, on this node) or
+      dicts {"ip": ..., "conditions": {...}, "node": ...} whose conditions are copied verbatim (so
+      keys can be left out to test the "missing ready = true" rule); "node" defaults to this
+      node (None: no nodeName).
     ports: (name, port, protocol)."""
     name = name or f"{service_name}-{address_type.lower()}"
     eps = []
@@ -209,10 +244,12 @@ def endpoint_slice(service_name, endpoints, ports, name=None, address_type="IPv4
         if isinstance(ep, str):
             ep = {"ip": ep, "conditions": {"ready": True, "serving": True, "terminating": False}}
         pod = f"{service_name}-{i}"
-        eps.append({"addresses": [ep["ip"]], "conditions": dict(ep.get("conditions", {})),
-                    "nodeName": NODE_NAME,
-                    "targetRef": {"kind": "Pod", "name": pod, "namespace": namespace,
-                                  "uid": _uid("pod", namespace, pod)}})
+        node = ep.get("node", NODE_NAME)
+        conditions = ep.get("conditions", {"ready": True, "serving": True, "terminating": False})
+        eps.append(dict({"addresses": [ep["ip"]], "conditions": dict(conditions),
+                         "targetRef": {"kind": "Pod", "name": pod, "namespace": namespace,
+                                       "uid": _uid("pod", namespace, pod)}},
+                        **({"nodeName": node} if node else {})))
     return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "addressType": address_type,
             "endpoints": eps,
@@ -536,6 +573,7 @@ class Lab:
             f"addr add {NODE_V4}/24 dev ext0",
             f"addr add {NODE_V4_SECONDARY}/24 dev ext0",
             f"addr add {NODE_V6}/64 dev ext0 nodad",
+            f"addr add {NODE_V6_SECONDARY}/64 dev ext0 nodad",
             "link set ext0 up",
             "route add default via 192.168.100.254 dev ext0",
             "route add default via fd00:192:168::fe dev ext0",
@@ -576,6 +614,32 @@ class Lab:
         self.pods.append(pod)
         return pod
 
+    def add_external_client(self):
+        """The outside world: a namespace on its own link to the node (see the module doc).
+        Returned as a Pod (agent(), start_echo() work on it) with v4_blocked / v6_blocked, the
+        second addresses to bind to for source-range tests."""
+        ns = self._netns("c")
+        sh(["ip", "-n", self.node, "link", "add", "extc0", "type", "veth", "peer", "name", "eth0",
+            "netns", ns])
+        sh(["ip", "-n", self.node, "-batch", "-"], input="\n".join([
+            f"addr add {NODE_CLIENT_LINK_V4}/24 dev extc0",
+            f"addr add {NODE_CLIENT_LINK_V6}/64 dev extc0 nodad",
+            "link set extc0 up",
+        ]) + "\n")
+        sh(["ip", "-n", ns, "-batch", "-"], input="\n".join([
+            f"addr add {CLIENT_V4}/24 dev eth0",
+            f"addr add {CLIENT_V4_BLOCKED}/24 dev eth0",
+            f"addr add {CLIENT_V6}/64 dev eth0 nodad",
+            # deprecated: never picked as a source unless bound to explicitly
+            f"addr add {CLIENT_V6_BLOCKED}/64 dev eth0 nodad preferred_lft 0",
+            "link set eth0 up",
+            f"route add default via {NODE_CLIENT_LINK_V4} dev eth0",
+            f"route add default via {NODE_CLIENT_LINK_V6} dev eth0",
+        ]) + "\n")
+        client = Pod("client-ext", ns, "extc0", CLIENT_V4, CLIENT_V6)
+        client.v4_blocked, client.v6_blocked = CLIENT_V4_BLOCKED, CLIENT_V6_BLOCKED
+        return client
+
     def add_backends(self, n, tcp=(8080,), udp=(5353,), show_port=False, name="ep"):
         """n pods, each running an echo server on the given ports."""
         pods = []
@@ -591,8 +655,12 @@ class Lab:
         return {a["local"] for link in data for a in link.get("addr_info", [])}
 
     # -- processes --
-    def start_echo(self, pod, tcp=(), udp=(), show_port=False):
-        args = [PY, "-u", ECHO, "--addr", pod.v4, "--addr", pod.v6]
+    def start_echo(self, pod, tcp=(), udp=(), show_port=False, addrs=None):
+        """Echo servers in a pod (or the external client, or `self.node_pod()`) on its two
+        addresses, or on `addrs`."""
+        args = [PY, "-u", ECHO]
+        for a in (addrs or (pod.v4, pod.v6)):
+            args += ["--addr", a]
         for p in tcp:
             args += ["--tcp", str(p)]
         for p in udp:
@@ -610,6 +678,21 @@ class Lab:
             with open(errlog) as f:
                 raise LabError(f"echo server in {pod} did not start: {line!r} {f.read()[-2000:]}")
         return proc
+
+    def add_upstream_witness(self, addrs, tcp=(), udp=()):
+        """Echo servers on `addrs` in the upstream ("external", <prefix>x) namespace, behind the
+        node's default route: traffic the node does not DNAT (or drop) reaches them and is answered
+        with the address itself, so "not handled here" is visible instead of a silent timeout."""
+        sh(["ip", "-n", self.ext, "-batch", "-"], input="\n".join(
+            [f"addr add {a}/{128 if ':' in a else 32} dev lo" for a in addrs] +
+            ["route replace default via 192.168.100.1 dev uplink",
+             f"route replace default via {NODE_V6} dev uplink"]) + "\n")
+        return self.start_echo(Pod("upstream", self.ext, None, None, None), tcp=tcp, udp=udp,
+                               addrs=addrs)
+
+    def node_pod(self):
+        """The node namespace as a Pod, for start_echo (a listener on the node itself)."""
+        return Pod("node", self.node, None, NODE_V4, NODE_V6)
 
     def agent(self, where):
         """A client agent in a pod (Pod) or in the node namespace (the string 'node')."""
@@ -703,6 +786,31 @@ def _close_all_labs():
 
 
 # ---- small assertion helpers ---------------------------------------------------------------------
+
+def expect_answers(agent, host, port, endpoints, sources, n=16, proto="tcp", bind=None, what=""):
+    """n new connections to host:port all answered, by exactly the addresses `endpoints` (each one
+    at least once), every one of which saw a source address in `sources`."""
+    res = agent.many(proto, host, port, n, bind=bind, timeout=2.0)
+    own, peers, errs = answers(res)
+    label = (what + ": " if what else "") + f"{proto} {host}:{port}" + (f" from {bind}" if bind else "")
+    assert not errs, f"{label}: {len(errs)} of {n} failed: {sorted(set(errs))}"
+    assert set(own) == set(endpoints), f"{label}: answered by {own}, expected exactly {set(endpoints)}"
+    assert set(peers) <= set(sources), \
+        f"{label}: endpoints saw sources {set(peers)}, expected only {set(sources)}"
+    return own
+
+
+def expect_refused(agent, host, port, proto="tcp", bind=None, what=""):
+    """A new connection is rejected (TCP RST / ICMP port unreachable): ECONNREFUSED at once."""
+    r = (agent.tcp if proto == "tcp" else agent.udp)(host, port, timeout=1.5, bind=bind)
+    assert r == "ERR:ECONNREFUSED", f"{what}: {proto} {host}:{port} from {bind}: {r}, expected a reject"
+
+
+def expect_dropped(agent, host, port, bind=None, what="", timeout=0.6):
+    """A new TCP connection gets no answer at all (dropped, not rejected)."""
+    r = agent.tcp(host, port, timeout=timeout, bind=bind)
+    assert r == "ERR:ETIMEDOUT", f"{what}: tcp {host}:{port} from {bind}: {r}, expected a silent drop"
+
 
 def answers(results):
     """Split results into ({own_ip: count}, [peer ips], [errors])."""

@@ -1,0 +1,218 @@
+"""External traffic with real packets: NodePorts, LoadBalancer IPs, external IPs, source ranges,
+ipMode Proxy, conflicts and bad input (upstream's scenarios, reference §7). An outside client
+namespace reaches the node over its own link; every check looks at which endpoints answer and
+which source address they saw."""
+import time
+
+import pytest
+
+import netlab
+from netlab import (CLIENT_V4, CLIENT_V6, NODE_CLIENT_LINK_V4, NODE_V4, NODE_V4_SECONDARY, NODE_V6,
+                    NODE_V6_SECONDARY, endpoint_slice, expect_answers, expect_dropped,
+                    expect_refused, node_object, service)
+
+pytestmark = pytest.mark.usefixtures("daemon_bin")
+
+LB_V4, LB_V4_2, LB_V6 = "198.51.100.10", "198.51.100.11", "2001:db8:5::10"
+EXT_V4, EXT_V6 = "198.51.100.20", "2001:db8:5::20"
+REMOTE = "node2"  # endpoints with this nodeName are another node's (the pods still live here)
+
+
+def slices(name, eps, ports, remote=()):
+    """One slice per family over the pods `eps`; pods in `remote` belong to another node."""
+    def ep(p, fam):
+        return {"ip": getattr(p, fam), "node": REMOTE if p in remote else netlab.NODE_NAME}
+    return [endpoint_slice(name, [ep(p, "v4") for p in eps], ports, address_type="IPv4"),
+            endpoint_slice(name, [ep(p, "v6") for p in eps], ports, address_type="IPv6")]
+
+
+def v4s(pods):
+    return {p.v4 for p in pods}
+
+
+def v6s(pods):
+    return {p.v6 for p in pods}
+
+
+def test_no_endpoints_reject(lab):
+    """TestNoEndpointsReject: ClusterIP, external IP, NodePort and LB IP of a service without
+    endpoints all reject, from a pod and from outside, in both families."""
+    client, pod = lab.add_external_client(), lab.add_pod("pod")
+    lab.manifests.write("node.yaml", node_object())
+    lab.manifests.write("svc.yaml", service(
+        "svc1", [("p80", 80, "TCP", 80, 30001)], ["10.96.0.41", "fd00:10:96::41"], type="LoadBalancer",
+        external_ips=[EXT_V4, EXT_V6], lb_ingress=[LB_V4, LB_V6]))
+    lab.start_daemon()
+    ext, cli = lab.agent(client), lab.agent(pod)
+    for v4, v6, port in ((EXT_V4, EXT_V6, 80), (LB_V4, LB_V6, 80), (NODE_V4, NODE_V6, 30001)):
+        for a, who in ((ext, "external"), (cli, "pod")):
+            expect_refused(a, v4, port, what=who)
+            expect_refused(a, v6, port, what=who)
+    expect_refused(cli, "10.96.0.41", 80, what="pod to ClusterIP")
+    expect_refused(cli, "fd00:10:96::41", 80, what="pod to ClusterIP")
+
+
+def test_load_balancer_source_ranges(lab):
+    """TestLoadBalancer: loadBalancerSourceRanges apply to LB IPs (checked before DNAT, also for
+    pods), not to the NodePort; a VIP is an allowed source when a range holds a node IP."""
+    client, pod = lab.add_external_client(), lab.add_pod("pod")
+    (ep,) = lab.add_backends(1, tcp=[80], udp=[])
+    lab.manifests.write("node.yaml", node_object())
+    lab.manifests.write("svc.yaml", [service(
+        "svc1", [("p80", 80, "TCP", 80, 30001)], ["10.96.0.41", "fd00:10:96::41"], type="LoadBalancer",
+        lb_ingress=[LB_V4, LB_V4_2, LB_V6],
+        # " 203.0.113.0/25" with a blank, as in upstream's test; 192.168.100.0/24 holds the node IP
+        source_ranges=["192.168.100.0/24", " 203.0.113.0/25", "2001:db8:ff::/120", "fd00:192:168::/64"]),
+    ] + slices("svc1", [ep], [("p80", 80, "TCP")], remote=[ep]))
+    d = lab.start_daemon()
+    node_addrs = lab.node_addresses()
+    ext, cli, node = lab.agent(client), lab.agent(pod), lab.agent("node")
+
+    expect_answers(cli, "10.96.0.41", 80, {ep.v4}, {pod.v4}, n=3, what="pod to ClusterIP: no masquerade")
+    for host in (NODE_V4, NODE_V6):  # ranges do not apply to NodePorts: both clients get in
+        expect_answers(ext, host, 30001, {ep.v4 if host == NODE_V4 else ep.v6}, node_addrs, n=3,
+                       what="allowed client to NodePort")
+    expect_answers(ext, NODE_V4, 30001, {ep.v4}, node_addrs, n=3, bind=client.v4_blocked,
+                   what="blocked client to NodePort (ranges are not for NodePorts)")
+    expect_answers(ext, NODE_V6, 30001, {ep.v6}, node_addrs, n=3, bind=client.v6_blocked,
+                   what="blocked client to NodePort (ranges are not for NodePorts)")
+    for vip in (LB_V4, LB_V4_2):
+        expect_answers(ext, vip, 80, {ep.v4}, node_addrs, n=3, what="allowed client to LB IP")
+        expect_dropped(ext, vip, 80, bind=client.v4_blocked, what="blocked client to LB IP")
+    expect_answers(ext, LB_V6, 80, {ep.v6}, node_addrs, n=3, what="allowed client to LB IP")
+    expect_dropped(ext, LB_V6, 80, bind=client.v6_blocked, what="blocked client to LB IP")
+    expect_dropped(cli, LB_V4, 80, what="pod (outside the ranges) to LB IP")
+    expect_answers(node, LB_V4, 80, {ep.v4}, node_addrs, n=3, what="node (inside a range) to LB IP")
+
+    # The node reaching its own VIP with the VIP as source (it holds the address, e.g. on lo).
+    netlab.sh(["ip", "-n", lab.node, "addr", "add", f"{LB_V4}/32", "dev", "lo"])
+    expect_answers(node, LB_V4, 80, {ep.v4}, lab.node_addresses(), n=3, bind=LB_V4,
+                   what="VIP as source, allowed because a range holds the node IP")
+    table = lab.table("ip")
+    assert "firewall-default/svc1" in table and "ip saddr 198.51.100.10 return" in table, table
+    assert not d.failed_syncs()
+
+
+def test_nodeports_default_and_explicit_addresses(lab):
+    """TestNodePorts (IPv4 and IPv6): `primary` serves only the Node's InternalIPs; explicit
+    CIDRs serve the matching local addresses; 0.0.0.0/0 all of them; loopback never. TCP, UDP and
+    SCTP. A listener on the node itself shows which connections were not DNATed."""
+    client, pod = lab.add_external_client(), lab.add_pod("pod")
+    remote, local = lab.add_backends(2, tcp=[80], udp=[53])
+    lab.start_echo(lab.node_pod(), tcp=[30001], addrs=[NODE_V4_SECONDARY, NODE_V6_SECONDARY,
+                                                       NODE_CLIENT_LINK_V4, "127.0.0.1", "::1"])
+    lab.manifests.write("node.yaml", node_object())
+    lab.manifests.write("svc.yaml", [service(
+        "svc1", [("p80", 80, "TCP", 80, 30001), ("dns", 53, "UDP", 53, 30053), ("sctp", 9000, "SCTP", 9000, 30090)],
+        ["10.96.0.41", "fd00:10:96::41"], type="NodePort"),
+    ] + slices("svc1", [remote, local], [("p80", 80, "TCP"), ("dns", 53, "UDP"), ("sctp", 9001, "SCTP")],
+               remote=[remote]))
+    d = lab.start_daemon()
+    node_addrs = lab.node_addresses()
+    ext, cli, node = lab.agent(client), lab.agent(pod), lab.agent("node")
+    both4, both6 = v4s([remote, local]), v6s([remote, local])
+
+    expect_answers(cli, "10.96.0.41", 80, both4, {pod.v4}, what="pod to ClusterIP")
+    expect_answers(ext, NODE_V4, 30001, both4, node_addrs, what="external to primary NodePort")
+    expect_answers(ext, NODE_V6, 30001, both6, node_addrs, what="external to primary NodePort")
+    expect_answers(ext, NODE_V4, 30053, both4, node_addrs, proto="udp", what="UDP NodePort")
+    expect_answers(node, NODE_V4, 30001, both4, node_addrs, what="node to its own NodePort")
+    # Not a NodePort address under `primary`: the node's own listener answers (not DNATed).
+    for host in (NODE_V4_SECONDARY, NODE_V6_SECONDARY, NODE_CLIENT_LINK_V4):
+        expect_answers(ext, host, 30001, {host}, {client.v4, client.v6}, n=2, what="non-primary address")
+    expect_answers(node, "127.0.0.1", 30001, {"127.0.0.1"}, {"127.0.0.1"}, n=2, what="loopback is never a NodePort")
+    expect_answers(node, "::1", 30001, {"::1"}, {"::1"}, n=2, what="loopback is never a NodePort")
+    # SCTP: no SCTP stack here; the node's conntrack shows the DNAT of the INIT.
+    ext.sctp_init(NODE_V4, 30090, sport=40999)
+    deadline, entry = time.monotonic() + 3, None
+    while time.monotonic() < deadline and not entry:
+        entry = next((e for e in lab.conntrack("sctp") if e[0].get("sport") == "40999"), None)
+        time.sleep(0.05)
+    assert entry, f"no conntrack entry for the SCTP INIT to the NodePort: {lab.conntrack('sctp')}"
+    assert entry[1]["src"] in both4 and entry[1]["sport"] == "9001", f"SCTP NodePort not DNATed: {entry[2]}"
+
+    # A restart with the same flags finds everything in place: nothing to change.
+    d.stop()
+    d = lab.start_daemon(label="same-flags")
+    assert d.syncs()[0]["ops"] == 0, f"restart changed the ruleset: {d.syncs()[0]}\n{d.tail()}"
+
+    d.stop()
+    lab.start_daemon(["--nodeport-addresses=192.168.100.0/24,fd00:192:168::/64"], label="cidrs")
+    for host, eps in ((NODE_V4, both4), (NODE_V4_SECONDARY, both4), (NODE_V6_SECONDARY, both6)):
+        expect_answers(ext, host, 30001, eps, node_addrs, what="explicit CIDRs")
+    expect_answers(ext, NODE_CLIENT_LINK_V4, 30001, {NODE_CLIENT_LINK_V4}, {client.v4}, n=2,
+                   what="address outside the CIDRs: not a NodePort")
+
+    lab.daemons[-1].stop()
+    lab.start_daemon(["--nodeport-addresses=0.0.0.0/0,::/0"], label="all")
+    expect_answers(ext, NODE_CLIENT_LINK_V4, 30001, both4, node_addrs, what="0.0.0.0/0: every local address")
+    expect_answers(node, "127.0.0.1", 30001, {"127.0.0.1"}, {"127.0.0.1"}, n=2, what="0.0.0.0/0 still not loopback")
+    expect_answers(node, "::1", 30001, {"::1"}, {"::1"}, n=2, what="::/0 still not loopback")
+
+    # Without a Node object `primary` falls back to the default route's interface (both addresses).
+    lab.daemons[-1].stop()
+    lab.manifests.delete("node.yaml")
+    d = lab.start_daemon(label="no-node")
+    expect_answers(ext, NODE_V4_SECONDARY, 30001, both4, lab.node_addresses(), what="no Node: default-route interface")
+    assert "no Node object" in d.stderr(), d.tail()
+
+
+def test_load_balancer_ingress_ip_mode_proxy(lab):
+    """TestLoadBalancerIngressRouteTypeProxy: an ingress IP with ipMode Proxy is not DNATed here
+    (the load balancer proxies); VIP or unset is; a hostname-only ingress is skipped, not fatal."""
+    client = lab.add_external_client()
+    (ep,) = lab.add_backends(1, tcp=[80], udp=[])
+    lab.add_upstream_witness([LB_V4_2], tcp=[80])
+    lab.manifests.write("node.yaml", node_object())
+    lab.manifests.write("svc.yaml", [service(
+        "svc1", [("p80", 80, "TCP", 80)], ["10.96.0.41"], type="LoadBalancer",
+        lb_ingress=[{"ip": LB_V4}, {"ip": LB_V4_2, "ipMode": "Proxy"}, {"hostname": "lb.example.com"}]),
+        endpoint_slice("svc1", [ep.v4], [("p80", 80, "TCP")])])
+    d = lab.start_daemon()
+    ext = lab.agent(client)
+    expect_answers(ext, LB_V4, 80, {ep.v4}, lab.node_addresses(), n=3, what="ipMode unset")
+    expect_answers(ext, LB_V4_2, 80, {LB_V4_2}, {client.v4}, n=2, what="ipMode Proxy: passed on untouched")
+    assert LB_V4_2 not in lab.table("ip")
+    assert "only hostname" in d.stderr(), d.tail()
+
+
+def test_nodeport_and_external_ip_conflicts_and_bad_input(lab):
+    """Two services claiming one nodePort (and one external IP:port): the older keeps it, the
+    other is logged and keeps the rest; deleting the older hands the port over. A bad nodePort,
+    a bad source range and a bad external IP are dropped alone."""
+    client = lab.add_external_client()
+    old_ep, new_ep, other_ep = lab.add_backends(3, tcp=[80], udp=[])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("a-new.yaml", [service("newer", [("p80", 80, "TCP", 80, 30001)], ["10.96.0.42"], type="NodePort",
+                                   external_ips=[EXT_V4], created="2024-06-01T00:00:00Z"),
+                           endpoint_slice("newer", [new_ep.v4], [("p80", 80, "TCP")])])
+    m.write("b-old.yaml", [service("older", [("p80", 80, "TCP", 80, 30001)], ["10.96.0.41"], type="NodePort",
+                                   external_ips=[EXT_V4], created="2024-01-01T00:00:00Z"),
+                           endpoint_slice("older", [old_ep.v4], [("p80", 80, "TCP")])])
+    bad = service("bad", [("p80", 80, "TCP", 80, 70000)], ["10.96.0.43"], type="LoadBalancer",
+                  external_ips=["198.51.100.999", EXT_V4.replace(".20", ".21")], lb_ingress=[LB_V4],
+                  source_ranges=["not-a-cidr", "203.0.113.0/25"])
+    m.write("c-bad.yaml", [bad, endpoint_slice("bad", [other_ep.v4], [("p80", 80, "TCP")])])
+    d = lab.start_daemon()
+    ext, node_addrs = lab.agent(client), lab.node_addresses()
+
+    expect_answers(ext, NODE_V4, 30001, {old_ep.v4}, node_addrs, n=6, what="nodePort: the older service keeps it")
+    expect_answers(ext, EXT_V4, 80, {old_ep.v4}, node_addrs, n=6, what="external IP: the older service keeps it")
+    expect_answers(ext, "10.96.0.42", 80, {new_ep.v4}, node_addrs, n=3, what="the newer service's ClusterIP works")
+    log = d.stderr()
+    assert "default/newer: nodePort tcp/30001 is already used by Service default/older" in log, d.tail()
+    # The bad service: its ClusterIP, its valid external IP and LB IP work; its valid range applies.
+    expect_answers(ext, "10.96.0.43", 80, {other_ep.v4}, node_addrs, n=3, what="bad nodePort: ClusterIP kept")
+    expect_answers(ext, "198.51.100.21", 80, {other_ep.v4}, node_addrs, n=3, what="the valid external IP")
+    expect_answers(ext, LB_V4, 80, {other_ep.v4}, node_addrs, n=3, what="LB IP, allowed source")
+    expect_dropped(ext, LB_V4, 80, bind=client.v4_blocked, what="the valid source range applies")
+    for text in ("nodePort 70000 out of range", "\"198.51.100.999\" is not an IP address",
+                 "\"not-a-cidr\" is not a CIDR"):
+        assert text in log, f"missing warning {text!r}\n{d.tail()}"
+
+    with d.change():
+        m.delete("b-old.yaml")
+    expect_answers(ext, NODE_V4, 30001, {new_ep.v4}, node_addrs, n=6, what="the older service gone: the newer takes over")
+    expect_answers(ext, EXT_V4, 80, {new_ep.v4}, node_addrs, n=6, what="external IP handed over")
+    assert not d.failed_syncs()
