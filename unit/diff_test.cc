@@ -4,6 +4,7 @@
 #include "nft/fake.h"
 #include "pkg/render/render.h"
 #include "unit/fixtures.h"
+#include "unit/pipeline.h"
 
 using namespace kpn;
 using namespace kpn::testing;
@@ -29,27 +30,8 @@ state::ClusterState twoServices() {
   return st;
 }
 
-// Render, plan against what is committed, commit to the fake, remember it as committed.
-struct Pipeline {
-  render::Renderer renderer{smallConfig()};
-  nft::FakeRunner kernel;
-  nft::Committed committed;
-  nft::Plan sync(state::ClusterState& st) {
-    std::set<std::string> changed;
-    changed.swap(st.changedServices);
-    bool first = committed.ruleset.tables.empty();
-    if (first) kernel.declareStatic(renderer.skeleton());
-    auto rs = renderer.render(st, first ? nullptr : &changed);
-    // As the syncer does: after an incremental render, compare only the owners it touched. That
-    // must plan exactly what comparing every owner plans.
-    CHECK((renderer.touchedOwners() == nullptr) == first);  // no hint after a from-scratch render
-    auto plan = nft::planIncremental(committed, rs, renderer.touchedOwners());
-    CHECK(plan.txn.toJson() == nft::planIncremental(committed, rs).txn.toJson());
-    auto r = kernel.commit(plan.txn);
-    REQUIRE_MESSAGE(r.ok, r.error);
-    nft::applyCommitted(committed, rs, plan);
-    return plan;
-  }
+struct Pipeline : FakePipeline {
+  Pipeline() : FakePipeline(smallConfig()) {}
 };
 
 // The fake replaces its tables on every commit: look them up afresh after each sync.

@@ -1,14 +1,12 @@
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "nft/diff.h"
 #include "pkg/render/endpoints.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/render.h"
 #include "unit/fixtures.h"
+#include "unit/pipeline.h"
 
 using namespace kpn;
 using namespace kpn::testing;
@@ -91,18 +89,8 @@ TEST_CASE("golden: a small state renders to exactly unit/golden/small-state.nft"
   st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.2.3"}}));
   st.upsertService(service("default", "dns", {"10.96.0.53"}, {port("dns", 53, api::Protocol::UDP)}));
-  std::string text = renderText(st, config(2));
-  // The whole transaction a cold sync sends, as nft text. After an intended change of layout,
-  // regenerate with KPN_UPDATE_GOLDEN=1 build/unit-tests and review the diff of the file.
-  const std::string path = "unit/golden/small-state.nft";
-  if (std::getenv("KPN_UPDATE_GOLDEN")) {
-    std::ofstream(path) << text;
-  }
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing " << path << " (run the unit tests from the repository root)");
-  std::stringstream golden;
-  golden << in.rdbuf();
-  CHECK(text == golden.str());
+  // The whole transaction a cold sync sends, as nft text.
+  checkGolden("unit/golden/small-state.nft", renderText(st, config(2)));
 }
 
 TEST_CASE("headless, ExternalName and other proxies' services get no rules") {
@@ -174,15 +162,7 @@ TEST_CASE("an incremental render equals a from-scratch render with the same back
     render::Renderer scratch(config(4));
     scratch.setSlots(before);
     nft::Ruleset full = scratch.render(st, nullptr);
-    REQUIRE(inc.tables.size() == full.tables.size());
-    for (size_t t = 0; t < inc.tables.size(); ++t) {
-      REQUIRE(inc.tables[t].parts.size() == full.tables[t].parts.size());
-      for (const auto& [owner, part] : full.tables[t].parts) {
-        INFO("owner " << owner << " step " << step);
-        REQUIRE(inc.tables[t].parts.count(owner) == 1);
-        CHECK(*inc.tables[t].parts.at(owner) == *part);
-      }
-    }
+    checkSameParts(inc, full, step);
     CHECK(scratch.slots() == incremental.slots());
   }
 }

@@ -1,0 +1,543 @@
+// External traffic: decoding of the external fields and ServiceCIDRs, the NodePort address
+// choice, contested destinations, the rules a service gets per traffic policy, incremental ==
+// from-scratch with all of it, and the health-check node port function.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "nft/diff.h"
+#include "nft/fake.h"
+#include "pkg/api/decode.h"
+#include "pkg/render/claims.h"
+#include "pkg/render/endpoints.h"
+#include "pkg/render/environment.h"
+#include "pkg/render/health_check.h"
+#include "pkg/render/render.h"
+#include "unit/fixtures.h"
+#include "unit/pipeline.h"
+
+using namespace kpn;
+using namespace kpn::testing;
+
+namespace {
+
+render::NodeConfig cfgA() {
+  render::NodeConfig cfg;
+  cfg.nodeName = "node-a";
+  cfg.backendShards = 2;
+  cfg.clusterCidrV4 = net::parseCidr("10.0.0.0/8");
+  cfg.clusterCidrV6 = net::parseCidr("fd00:10::/48");
+  return cfg;
+}
+
+std::shared_ptr<api::Node> nodeA() {
+  auto n = std::make_shared<api::Node>();
+  n->meta.name = "node-a";
+  n->podCIDRs = {"10.0.1.0/24", "fd00:10:0:1::/64"};
+  n->addresses = {{"Hostname", "node-a"}, {"InternalIP", "192.168.0.2"}, {"InternalIP", "192.168.0.3"},
+                  {"ExternalIP", "2001:db8::1"}};
+  return n;
+}
+
+net::HostAddresses hostA() {
+  net::HostAddresses h;
+  h.addresses = {{"lo", "127.0.0.1", net::Family::V4},   {"lo", "::1", net::Family::V6},
+                 {"eth0", "192.168.0.2", net::Family::V4}, {"eth0", "192.168.0.9", net::Family::V4},
+                 {"eth1", "192.168.1.2", net::Family::V4}, {"eth0", "2001:db8::1", net::Family::V6}};
+  h.defaultRouteInterface[0] = "eth0";
+  h.defaultRouteInterface[1] = "eth0";
+  return h;
+}
+
+api::ServicePort npPort(const std::string& name, int32_t p, int32_t np, api::Protocol proto = api::Protocol::TCP) {
+  auto sp = port(name, p, proto);
+  sp.nodePort = np;
+  return sp;
+}
+
+// upstream's svc1 shape: LoadBalancer with a nodePort, an external IP and an LB IP.
+std::shared_ptr<api::Service> lbService(const std::string& name, const std::string& ip, int32_t np,
+                                        const std::string& etp = "Cluster", const std::string& itp = "Cluster") {
+  auto s = service("ns1", name, {ip}, {npPort("p80", 80, np)});
+  s->type = "LoadBalancer";
+  s->externalIPs = {"192.168.99.11"};
+  s->loadBalancerIngress = {{"1.2.3.4", "", ""}};
+  s->externalTrafficPolicy = etp;
+  s->internalTrafficPolicy = itp;
+  s->meta.creationTimestamp = "2024-01-01T00:00:00Z";
+  return s;
+}
+
+// Endpoints 10.180.0.1 (remote) and 10.180.2.1 (local).
+std::shared_ptr<api::EndpointSlice> remoteAndLocal(const std::string& svc) {
+  return slice("ns1", svc + "-1", svc, {epPort("p80", 80)},
+               {{"10.180.0.1", true, true, false, "node-b"}, {"10.180.2.1", true, true, false, "node-a"}});
+}
+
+std::string text(const state::ClusterState& st, const render::NodeConfig& cfg, const net::HostAddresses& h = {}) {
+  render::Renderer r(cfg);
+  r.setHostAddresses(h);
+  return nft::planReconcile({}, r.render(st, nullptr)).txn.toText();
+}
+
+bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+api::DecodedObjects decode(const std::string& yaml) {
+  api::DecodedObjects out;
+  std::string err;
+  REQUIRE_MESSAGE(api::decodeManifest(yaml, false, out, &err), err);
+  return out;
+}
+
+}  // namespace
+
+// ---- decoding ----
+
+TEST_CASE("a bad nodePort, external IP, source range or hostname-only ingress drops only that part") {
+  auto out = decode(R"(
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: prod}
+spec:
+  type: LoadBalancer
+  clusterIP: 10.96.0.10
+  ports:
+  - {name: a, port: 80, nodePort: 70000}
+  - {name: b, port: 81, nodePort: 30081}
+  externalIPs: [192.0.2.7, 192.0.2.300]
+  loadBalancerSourceRanges: [" 203.0.113.0/25", bogus, 10.1.2.3/8]
+  healthCheckNodePort: 99999
+status:
+  loadBalancer:
+    ingress: [{ip: 198.51.100.1, ipMode: Proxy}, {hostname: lb.example.com}, {ip: 1.2.3.999}]
+)");
+  REQUIRE(out.errors.empty());
+  REQUIRE(out.services.size() == 1);
+  const api::Service& s = out.services[0];
+  CHECK(s.ports[0].nodePort == 0);
+  CHECK(s.ports[1].nodePort == 30081);
+  CHECK(s.externalIPs == std::vector<std::string>{"192.0.2.7"});
+  CHECK(s.loadBalancerSourceRanges == std::vector<std::string>{"203.0.113.0/25", "10.0.0.0/8"});
+  CHECK(s.healthCheckNodePort == 0);
+  REQUIRE(s.loadBalancerIngress.size() == 2);
+  CHECK(s.loadBalancerIngress[0].ipMode == "Proxy");
+  CHECK(s.loadBalancerIngress[1].hostname == "lb.example.com");
+  std::string all;
+  for (const auto& w : out.warnings) all += w + "\n";
+  CHECK(has(all, "Service prod/web: spec.ports[0].nodePort 70000 out of range (0..65535); nodePort dropped"));
+  CHECK(has(all, "spec.externalIPs[1] \"192.0.2.300\" is not an IP address; external IP dropped"));
+  CHECK(has(all, "spec.loadBalancerSourceRanges[1] \"bogus\" is not a CIDR"));
+  CHECK(has(all, "healthCheckNodePort 99999 out of range"));
+  CHECK(has(all, "status.loadBalancer.ingress[1] has no ip (only hostname \"lb.example.com\"); not programmed"));
+  CHECK(has(all, "status.loadBalancer.ingress[2].ip \"1.2.3.999\" is not an IP address; ingress entry dropped"));
+  CHECK(out.warnings.size() == 6);
+}
+
+TEST_CASE("ServiceCIDR objects decode (v1 and v1beta1), cluster-scoped, a bad CIDR dropped alone") {
+  auto out = decode(R"(
+apiVersion: networking.k8s.io/v1
+kind: ServiceCIDR
+metadata: {name: kubernetes}
+spec: {cidrs: [10.96.0.0/12, "fd00:10:96::/112"]}
+---
+apiVersion: networking.k8s.io/v1beta1
+kind: ServiceCIDR
+metadata: {name: extra}
+spec: {cidrs: [10.200.1.7/16, nope]}
+---
+apiVersion: networking.k8s.io/v2
+kind: ServiceCIDR
+metadata: {name: future}
+)");
+  REQUIRE(out.serviceCIDRs.size() == 2);
+  CHECK(out.serviceCIDRs[0].meta.name == "kubernetes");
+  CHECK(out.serviceCIDRs[0].meta.ns.empty());
+  CHECK(out.serviceCIDRs[0].cidrs == std::vector<std::string>{"10.96.0.0/12", "fd00:10:96::/112"});
+  CHECK(out.serviceCIDRs[1].cidrs == std::vector<std::string>{"10.200.0.0/16"});
+  REQUIRE(out.warnings.size() == 1);
+  CHECK(has(out.warnings[0], "ServiceCIDR extra: spec.cidrs[1] \"nope\" is not a CIDR"));
+  REQUIRE(out.errors.size() == 1);
+  CHECK(has(out.errors[0], "ServiceCIDR future: apiVersion \"networking.k8s.io/v2\" is not supported"));
+}
+
+TEST_CASE("the store reports ServiceCIDR changes only when the value changed") {
+  state::ClusterState st;
+  auto sc = std::make_shared<api::ServiceCIDR>();
+  sc->meta.name = "kubernetes";
+  sc->cidrs = {"10.96.0.0/16"};
+  st.upsertServiceCIDR(sc);
+  CHECK(st.serviceCIDRsChanged);
+  st.serviceCIDRsChanged = false;
+  st.upsertServiceCIDR(std::make_shared<api::ServiceCIDR>(*sc));
+  CHECK_FALSE(st.serviceCIDRsChanged);
+  st.deleteServiceCIDR("kubernetes");
+  CHECK(st.serviceCIDRsChanged);
+  CHECK(st.serviceCIDRs.empty());
+}
+
+// ---- flags and the NodePort addresses ----
+
+TEST_CASE("--nodeport-addresses: primary by default, CIDRs, bad ones skipped, none left means primary") {
+  render::NodeConfig cfg;
+  CHECK(render::parseNodePortAddresses("", cfg).empty());
+  CHECK(cfg.nodePortPrimary);
+  CHECK(render::parseNodePortAddresses("primary", cfg).empty());
+  CHECK(cfg.nodePortPrimary);
+  CHECK(render::parseNodePortAddresses("192.168.0.0/24, 2001:db8::/64", cfg).empty());
+  CHECK_FALSE(cfg.nodePortPrimary);
+  CHECK(cfg.nodePortCidrs.size() == 2);
+  auto w = render::parseNodePortAddresses("192.168.0.0/24,bogus", cfg);
+  REQUIRE(w.size() == 1);
+  CHECK(has(w[0], "\"bogus\" is not a CIDR; skipped"));
+  CHECK(cfg.nodePortCidrs.size() == 1);
+  w = render::parseNodePortAddresses("bogus", cfg);
+  CHECK(w.size() == 2);
+  CHECK(cfg.nodePortPrimary);
+}
+
+TEST_CASE("--detect-local-mode needs its interface flag, and rejects unknown modes") {
+  render::NodeConfig cfg;
+  CHECK_FALSE(render::parseDetectLocal("", "", "", cfg));
+  CHECK(cfg.detectLocal == render::LocalDetectMode::ClusterCIDR);
+  CHECK(render::parseDetectLocal("BridgeInterface", "", "", cfg));
+  CHECK_FALSE(render::parseDetectLocal("BridgeInterface", "cni0", "", cfg));
+  CHECK(cfg.podBridgeInterface == "cni0");
+  CHECK(render::parseDetectLocal("InterfaceNamePrefix", "", "bad\"name", cfg));
+  CHECK_FALSE(render::parseDetectLocal("InterfaceNamePrefix", "", "veth", cfg));
+  CHECK(render::parseDetectLocal("LocalCIDR", "", "", cfg));
+}
+
+TEST_CASE("NodePort addresses: primary is the Node's first InternalIP per family (ExternalIP as fallback)") {
+  render::NodeConfig cfg = cfgA();
+  auto env = render::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
+  CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2"});
+  CHECK(env.family[1].nodePortIPs == std::vector<std::string>{"2001:db8::1"});
+  CHECK(env.family[0].nodeIPs == std::vector<std::string>{"192.168.0.2"});
+  CHECK(env.warnings.empty());
+}
+
+TEST_CASE("NodePort addresses without a Node object: the default route's interface, with a warning") {
+  render::NodeConfig cfg = cfgA();
+  auto env = render::deriveEnvironment(cfg, nullptr, {}, hostA());
+  CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2", "192.168.0.9"});
+  CHECK(env.family[1].nodePortIPs == std::vector<std::string>{"2001:db8::1"});
+  REQUIRE(env.warnings.size() == 2);
+  CHECK(has(env.warnings[0], "no Node object for node-a: using the IPv4 addresses of eth0 (default route)"));
+}
+
+TEST_CASE("NodePort addresses from CIDRs: matching local addresses, never loopback; /0 matches all") {
+  render::NodeConfig cfg = cfgA();
+  render::parseNodePortAddresses("192.168.0.0/24,192.168.1.0/24,127.0.0.0/8,2001:db8::/64", cfg);
+  auto env = render::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
+  CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2", "192.168.0.9", "192.168.1.2"});
+  CHECK(env.family[1].nodePortIPs == std::vector<std::string>{"2001:db8::1"});
+  CHECK_FALSE(env.family[0].nodePortMatchAll);
+  REQUIRE(env.warnings.size() == 1);
+  CHECK(has(env.warnings[0], "loopback address 127.0.0.1"));
+
+  render::parseNodePortAddresses("0.0.0.0/0", cfg);
+  env = render::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
+  CHECK(env.family[0].nodePortMatchAll);
+  CHECK_FALSE(env.family[1].nodePortMatchAll);
+  CHECK(env.family[1].nodePortIPs.empty());
+  state::ClusterState st;
+  st.setNode(nodeA());
+  std::string t = text(st, cfg, hostA());
+  CHECK(has(t, "add rule ip kube-proxy services fib daddr type == local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports"));
+  CHECK(has(t, "add rule ip kube-proxy nodeport-endpoints-check ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports"));
+  CHECK(has(t, "add rule ip6 kube-proxy services ip6 daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"));
+}
+
+TEST_CASE("local-traffic detection per mode: cluster CIDR, the Node's pod CIDR, a bridge, an interface prefix") {
+  render::NodeConfig cfg = cfgA();
+  state::ClusterState st;
+  st.setNode(nodeA());
+  CHECK(has(text(st, cfg), "services ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set"));
+  render::parseDetectLocal("NodeCIDR", "", "", cfg);
+  CHECK(has(text(st, cfg), "services ip daddr @cluster-ips ip saddr != 10.0.1.0/24 meta mark set"));
+  CHECK(has(text(st, cfg), "services ip6 daddr @cluster-ips ip6 saddr != fd00:10:0:1::/64 meta mark set"));
+  render::parseDetectLocal("BridgeInterface", "cni0", "", cfg);
+  CHECK(has(text(st, cfg), "services ip daddr @cluster-ips meta iifname != \"cni0\" meta mark set"));
+  render::parseDetectLocal("InterfaceNamePrefix", "", "veth", cfg);
+  CHECK(has(text(st, cfg), "services ip6 daddr @cluster-ips meta iifname != \"veth*\" meta mark set"));
+  // NodeCIDR without a Node: no detector, so no ClusterIP masquerade rule and a warning.
+  render::parseDetectLocal("NodeCIDR", "", "", cfg);
+  auto env = render::deriveEnvironment(cfg, nullptr, {}, {});
+  CHECK(env.family[0].localKind.empty());
+  CHECK(has(env.warnings[0], "--detect-local-mode=NodeCIDR: no Node object"));
+}
+
+// ---- contested destinations ----
+
+TEST_CASE("claims: the older service keeps a destination; deleting it hands the destination over") {
+  render::DestinationClaims c;
+  auto a = lbService("a", "172.30.0.41", 3001);
+  auto b = lbService("b", "172.30.0.42", 3001);
+  b->meta.creationTimestamp = "2024-02-01T00:00:00Z";  // newer
+  std::set<std::string> affected;
+  c.update("ns1/b", b.get(), &affected);
+  CHECK(affected.empty());
+  c.update("ns1/a", a.get(), &affected);
+  CHECK(affected == std::set<std::string>{"ns1/b"});  // b lost nodePort 3001 and the external IP
+  CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3001)) == "ns1/a");
+  CHECK(c.owns("ns1/b", render::ipDestination("172.30.0.42", api::Protocol::TCP, 80)));
+  CHECK_FALSE(c.owns("ns1/b", render::ipDestination("192.168.99.11", api::Protocol::TCP, 80)));
+  CHECK(c.owns("ns1/a", render::nodePortDestination(api::Protocol::UDP, 3001)));  // unclaimed
+  affected.clear();
+  c.update("ns1/a", nullptr, &affected);
+  CHECK(affected == std::set<std::string>{"ns1/b"});
+  CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3001)) == "ns1/b");
+  // Same timestamp: namespace/name decides; no timestamp counts as newest.
+  auto x = lbService("x", "172.30.0.43", 3005), y = lbService("y", "172.30.0.44", 3005);
+  y->meta.creationTimestamp = x->meta.creationTimestamp;
+  c.update("ns1/y", y.get(), nullptr);
+  c.update("ns1/x", x.get(), nullptr);
+  CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3005)) == "ns1/x");
+  x->meta.creationTimestamp.clear();
+  c.update("ns1/x", x.get(), nullptr);
+  CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3005)) == "ns1/y");
+}
+
+TEST_CASE("a service that lost its nodePort keeps its ClusterIP; no map key gets two verdicts") {
+  state::ClusterState st;
+  st.upsertService(lbService("a", "172.30.0.41", 3001));
+  st.upsertSlice(remoteAndLocal("a"));
+  auto b = lbService("b", "172.30.0.42", 3001);
+  b->meta.creationTimestamp = "2024-02-01T00:00:00Z";
+  st.upsertService(b);
+  st.upsertSlice(remoteAndLocal("b"));
+  std::string t = text(st, cfgA());
+  CHECK(has(t, "service-nodeports { tcp . 3001 comment \"ns1/a:p80\" : goto external-ns1/a/tcp/p80 }"));
+  CHECK_FALSE(has(t, "tcp . 3001 comment \"ns1/b:p80\""));
+  CHECK(has(t, "service-ips { 172.30.0.42 . tcp . 80 comment \"ns1/b:p80\" : goto service-ns1/b/tcp/p80 }"));
+  CHECK_FALSE(has(t, "192.168.99.11 . tcp . 80 comment \"ns1/b:p80\""));
+}
+
+// ---- rendering ----
+
+TEST_CASE("golden: external services render to exactly unit/golden/external-services.nft") {
+  // Upstream's test world: svc1 eTP=Cluster, svc2 eTP=Local, svc3 iTP=Local, svc4 without
+  // endpoints, svc5 eTP=Local without local endpoints, svc6 with source ranges and an ipMode Proxy
+  // ingress; the Node 192.168.0.2; a ServiceCIDR.
+  state::ClusterState st;
+  st.setNode(nodeA());
+  auto sc = std::make_shared<api::ServiceCIDR>();
+  sc->meta.name = "kubernetes";
+  sc->cidrs = {"172.30.0.0/16"};
+  st.upsertServiceCIDR(sc);
+  st.upsertService(lbService("svc1", "172.30.0.41", 3001));
+  st.upsertSlice(remoteAndLocal("svc1"));
+  auto svc2 = lbService("svc2", "172.30.0.42", 3002, "Local");
+  svc2->externalIPs = {"192.168.99.22"};
+  svc2->loadBalancerIngress = {{"5.6.7.8", "", "VIP"}};
+  svc2->healthCheckNodePort = 30000;
+  st.upsertService(svc2);
+  st.upsertSlice(remoteAndLocal("svc2"));
+  auto svc3 = lbService("svc3", "172.30.0.43", 3003, "Cluster", "Local");
+  svc3->externalIPs.clear();
+  svc3->loadBalancerIngress = {{"9.10.11.12", "", ""}};
+  st.upsertService(svc3);
+  st.upsertSlice(remoteAndLocal("svc3"));
+  auto svc4 = lbService("svc4", "172.30.0.44", 3004);
+  svc4->externalIPs.clear();
+  svc4->loadBalancerIngress.clear();
+  st.upsertService(svc4);
+  auto svc5 = lbService("svc5", "172.30.0.45", 3005, "Local");
+  svc5->externalIPs = {"192.168.99.55"};
+  svc5->loadBalancerIngress.clear();
+  st.upsertService(svc5);
+  st.upsertSlice(slice("ns1", "svc5-1", "svc5", {epPort("p80", 80)}, {{"10.180.0.5", true, true, false, "node-b"}}));
+  auto svc6 = lbService("svc6", "172.30.0.46", 0);
+  svc6->externalIPs.clear();
+  svc6->loadBalancerIngress = {{"1.2.3.6", "", ""}, {"1.2.3.7", "", "Proxy"}};
+  svc6->loadBalancerSourceRanges = {"192.168.0.0/24", "203.0.113.0/25"};
+  st.upsertService(svc6);
+  st.upsertSlice(slice("ns1", "svc6-1", "svc6", {epPort("p80", 80)}, {{"10.180.0.6", true, true, false, "node-b"}}));
+
+  std::string t = text(st, cfgA(), hostA());
+  checkGolden("unit/golden/external-services.nft", t);
+
+  // The semantics the golden pins down, spelled out.
+  // eTP=Cluster: external traffic is masqueraded and goes to all endpoints.
+  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc1/tcp/p80 meta mark set meta mark | 0x00004000 goto service-ns1/svc1/tcp/p80"));
+  // eTP=Local: pods and the node short-circuit to all endpoints; outside traffic goes local only.
+  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 ip saddr == 10.0.0.0/8 goto service-ns1/svc2/tcp/p80"));
+  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 fib saddr type == local meta mark set meta mark | 0x00004000 goto service-ns1/svc2/tcp/p80"));
+  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 goto local-ns1/svc2/tcp/p80"));
+  CHECK(has(t, "add rule ip kube-proxy local-ns1/svc2/tcp/p80 meta l4proto == tcp dnat ip to numgen random mod 1"));
+  // iTP=Local: the ClusterIP goes to the local chain.
+  CHECK(has(t, "service-ips { 172.30.0.43 . tcp . 80 comment \"ns1/svc3:p80\" : goto local-ns1/svc3/tcp/p80 }"));
+  // No endpoints: every destination rejects, no chains.
+  CHECK(has(t, "no-endpoint-services { 172.30.0.44 . tcp . 80 comment \"ns1/svc4:p80\" : goto reject-chain }"));
+  CHECK(has(t, "no-endpoint-nodeports { tcp . 3004 comment \"ns1/svc4:p80\" : goto reject-chain }"));
+  CHECK_FALSE(has(t, "chain ip kube-proxy external-ns1/svc4"));
+  // eTP=Local without local endpoints: outside traffic dropped, pods still served.
+  CHECK(has(t, "no-endpoint-services { 192.168.99.55 . tcp . 80 comment \"ns1/svc5:p80\" : drop }"));
+  CHECK(has(t, "no-endpoint-nodeports { tcp . 3005 comment \"ns1/svc5:p80\" : drop }"));
+  CHECK(has(t, "service-ips { 192.168.99.55 . tcp . 80 comment \"ns1/svc5:p80\" : goto external-ns1/svc5/tcp/p80 }"));
+  CHECK_FALSE(has(t, "local-ns1/svc5"));
+  // Source ranges: only for the VIP LB IP; the node is in a range, so the VIP is an allowed source.
+  CHECK(has(t, "firewall-ips { 1.2.3.6 . tcp . 80 comment \"ns1/svc6:p80\" : goto firewall-ns1/svc6 }"));
+  CHECK(has(t, "add rule ip kube-proxy firewall-ns1/svc6 ip saddr == 1.2.3.6 return"));
+  CHECK(has(t, "add rule ip kube-proxy firewall-ns1/svc6 drop"));
+  CHECK_FALSE(has(t, "1.2.3.7"));
+  // ServiceCIDR: unallocated addresses dropped after the ClusterIP port check.
+  CHECK(has(t, "add rule ip kube-proxy cluster-ips-check ip daddr == 172.30.0.0/16 drop comment \"Drop traffic to unallocated ClusterIPs\""));
+  CHECK(has(t, "add element ip kube-proxy nodeport-ips { 192.168.0.2 }"));
+}
+
+TEST_CASE("without a range holding a node IP the VIP is not an allowed source; ranges of the other family don't apply") {
+  state::ClusterState st;
+  st.setNode(nodeA());
+  auto s = lbService("fw", "172.30.0.46", 0);
+  s->clusterIPs.push_back("fd00:172:30::46");
+  s->externalIPs.clear();
+  s->loadBalancerIngress = {{"1.2.3.6", "", ""}, {"2001:db8:5::6", "", ""}};
+  s->loadBalancerSourceRanges = {"203.0.113.0/25"};
+  st.upsertService(s);
+  std::string t = text(st, cfgA(), hostA());
+  CHECK(has(t, "add rule ip kube-proxy firewall-ns1/fw ip saddr == 203.0.113.0/25 return"));
+  CHECK_FALSE(has(t, "ip saddr == 1.2.3.6 return"));
+  // Upstream: ranges are per family; no IPv6 range means no IPv6 firewall.
+  CHECK_FALSE(has(t, "ip6 kube-proxy firewall-ns1/fw"));
+  CHECK(has(t, "no-endpoint-services { 2001:db8:5::6 . tcp . 80 comment \"ns1/fw:p80\" : goto reject-chain }"));
+}
+
+TEST_CASE("terminating endpoints: the local set falls back on its own") {
+  auto sp = port("p80", 80);
+  // (b) of upstream's test: local .2,.3 serving+terminating, local .4 not serving, remote .5 ready.
+  auto s = slice("ns1", "s", "svc", {epPort("p80", 80)},
+                 {{"10.0.1.2", false, true, true, "node-a"}, {"10.0.1.3", false, true, true, "node-a"},
+                  {"10.0.1.4", false, false, true, "node-a"}, {"10.0.1.5", true, true, false, "node-b"}});
+  auto sets = render::categorizeEndpoints(sp, {s.get()}, "IPv4", "node-a");
+  REQUIRE(sets.cluster.size() == 1);
+  CHECK(sets.cluster[0].ip == "10.0.1.5");
+  REQUIRE(sets.local.size() == 2);
+  CHECK(sets.local[0].ip == "10.0.1.2");
+  CHECK(sets.local[1].ip == "10.0.1.3");
+}
+
+// ---- incremental == from scratch, and what a change costs ----
+
+TEST_CASE("incremental renders equal from-scratch ones through policy changes, conflicts and endpoint moves") {
+  state::ClusterState st;
+  st.setNode(nodeA());
+  for (int i = 0; i < 12; ++i) {
+    std::string name = "svc" + std::to_string(i);
+    auto s = lbService(name, "172.30.1." + std::to_string(i), 3000 + i % 6, i % 3 == 1 ? "Local" : "Cluster",
+                       i % 3 == 2 ? "Local" : "Cluster");
+    s->clusterIPs.push_back("fd00:172:30::1:" + std::to_string(i));
+    s->meta.creationTimestamp = "2024-01-01T00:00:" + std::to_string(10 + i) + "Z";
+    s->loadBalancerSourceRanges = i % 4 == 0 ? std::vector<std::string>{"192.168.0.0/16"} : std::vector<std::string>{};
+    st.upsertService(s);
+    std::vector<Ep> eps;
+    for (int e = 0; e <= i % 4; ++e)
+      eps.push_back({"10.180." + std::to_string(i) + "." + std::to_string(e), true, true, false, e % 2 ? "node-a" : "node-b"});
+    st.upsertSlice(slice("ns1", name + "-1", name, {epPort("p80", 80)}, eps));
+  }
+  render::Renderer inc(cfgA());
+  inc.setHostAddresses(hostA());
+  inc.render(st, nullptr);
+  st.changedServices.clear();
+
+  for (int step = 0; step < 6; ++step) {
+    render::BackendSlots before = inc.slots();
+    std::string a = "svc" + std::to_string(step), b = "svc" + std::to_string(step + 6);
+    // Move endpoints between nodes (local sets change), flip a policy, delete an older claimant.
+    std::vector<Ep> eps;
+    for (int e = 0; e < 3 + step; ++e)
+      eps.push_back({"10.181." + std::to_string(step) + "." + std::to_string(e), e != 1, true, e == 1, e % 2 ? "node-b" : "node-a"});
+    st.upsertSlice(slice("ns1", a + "-1", a, {epPort("p80", 80)}, eps));
+    auto flipped = std::make_shared<api::Service>(*st.services.at("ns1/" + b));
+    flipped->externalTrafficPolicy = flipped->externalTrafficPolicy == "Local" ? "Cluster" : "Local";
+    st.upsertService(flipped);
+    if (step % 2 == 0) st.deleteService("ns1", "svc" + std::to_string(step + 1));  // an older nodePort holder
+    auto changed = st.changedServices;
+    st.changedServices.clear();
+    const nft::Ruleset& r = inc.render(st, &changed);
+    REQUIRE(inc.touchedOwners() != nullptr);
+
+    render::Renderer scratch(cfgA());
+    scratch.setHostAddresses(hostA());
+    scratch.setSlots(before);
+    const nft::Ruleset& full = scratch.render(st, nullptr);
+    checkSameParts(r, full, step);
+    CHECK(scratch.slots() == inc.slots());
+  }
+}
+
+TEST_CASE("a Node or ServiceCIDR change re-renders the base part alone unless services depend on it") {
+  FakePipeline p(cfgA());
+  p.renderer.setHostAddresses(hostA());
+  state::ClusterState st;
+  st.setNode(nodeA());
+  st.upsertService(lbService("svc1", "172.30.0.41", 3001, "Local"));
+  st.upsertSlice(remoteAndLocal("svc1"));
+  p.sync(st);
+
+  // A heartbeat: the Node object changes, nothing rendered does.
+  auto beat = std::make_shared<api::Node>(*nodeA());
+  beat->meta.resourceVersion = "2";
+  st.setNode(beat);
+  CHECK(p.sync(st).txn.empty());
+  CHECK(p.renderer.touchedOwners()->empty());
+
+  // A ServiceCIDR: the base part only.
+  auto sc = std::make_shared<api::ServiceCIDR>();
+  sc->meta.name = "kubernetes";
+  sc->cidrs = {"172.30.0.0/16"};
+  st.upsertServiceCIDR(sc);
+  auto plan = p.sync(st);
+  CHECK(*p.renderer.touchedOwners() == std::set<std::string>{"base"});
+  CHECK(plan.txn.size() == 3);  // flush cluster-ips-check, its two rules
+  CHECK(p.kernel.tables["ip kube-proxy"].rules["cluster-ips-check"].size() == 2);
+
+  // Another node IP: the NodePort address (base) and the firewall's node test (services) change.
+  auto moved = std::make_shared<api::Node>(*nodeA());
+  moved->addresses = {{"InternalIP", "192.168.0.7"}};
+  st.setNode(moved);
+  p.sync(st);
+  CHECK(p.renderer.touchedOwners() == nullptr);  // services see node IPs: rendered from scratch
+  CHECK(p.kernel.tables["ip kube-proxy"].sets["nodeport-ips"].elements.count("\"192.168.0.7\"") == 1);
+}
+
+// ---- health-check node ports ----
+
+TEST_CASE("health-check node ports: eTP=Local LoadBalancers only, local ready endpoints (TestHealthCheckNodePortWhenTerminating)") {
+  render::NodeConfig cfg = cfgA();
+  state::ClusterState st;
+  auto svc = lbService("hc", "172.30.1.1", 3001, "Local");
+  svc->healthCheckNodePort = 30000;
+  svc->clusterIPs.push_back("fd00:172:30::1:1");
+  st.upsertService(svc);
+  auto ready = [](const std::string& ip, const std::string& node) { return Ep{ip, true, true, false, node}; };
+  st.upsertSlice(slice("ns1", "hc-v4", "hc", {epPort("p80", 80)},
+                       {ready("10.0.1.1", "node-a"), ready("10.0.1.2", "node-a"), ready("10.0.1.3", "node-a"),
+                        ready("10.0.1.9", "node-b")}));
+  // The IPv6 endpoints of the same pods: counted once, by the primary family.
+  st.upsertSlice(slice("ns1", "hc-v6", "hc", {epPort("p80", 80)}, {ready("fd00::1", "node-a")}, "IPv6"));
+  auto cluster = lbService("cluster", "172.30.1.2", 3002, "Cluster");
+  cluster->healthCheckNodePort = 30001;  // eTP=Cluster: no health check
+  st.upsertService(cluster);
+
+  auto hc = render::healthCheckNodePorts(st, cfg);
+  REQUIRE(hc.size() == 1);
+  CHECK(hc.at(30000) == render::HealthCheckService{"ns1", "hc", 3});
+
+  // All local endpoints terminating: 0 local ready endpoints (the server answers 503).
+  st.upsertSlice(slice("ns1", "hc-v4", "hc", {epPort("p80", 80)},
+                       {{"10.0.1.1", false, true, true, "node-a"}, {"10.0.1.2", false, true, true, "node-a"},
+                        {"10.0.1.3", false, true, true, "node-a"}, ready("10.0.1.9", "node-b")}));
+  CHECK(render::healthCheckNodePorts(st, cfg).at(30000).localEndpoints == 0);
+
+  // A slice for another port name does not count; a second service with the same port loses.
+  st.upsertSlice(slice("ns1", "hc-v4", "hc", {epPort("other", 80)}, {ready("10.0.1.1", "node-a")}));
+  auto dup = lbService("dup", "172.30.1.3", 3003, "Local");
+  dup->healthCheckNodePort = 30000;
+  dup->meta.creationTimestamp = "2025-01-01T00:00:00Z";
+  st.upsertService(dup);
+  hc = render::healthCheckNodePorts(st, cfg);
+  CHECK(hc.at(30000) == render::HealthCheckService{"ns1", "hc", 0});
+  st.deleteService("ns1", "hc");
+  CHECK(render::healthCheckNodePorts(st, cfg).at(30000).name == "dup");
+}
