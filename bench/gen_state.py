@@ -14,6 +14,12 @@ allocation spills into 10.245.0.0/16 (addresses ending in .0 or .255 are skipped
 kept on purpose: sharing endpoint IPs between services would shrink per-endpoint state (e.g. a
 hairpin set) and flatter the daemon.
 
+kind="external" (the external-traffic comparison) makes every service a LoadBalancer: a unique
+nodePort (20000 upwards: 10k services do not fit Kubernetes' default 30000-32767 range, a cluster
+sets --service-node-port-range for that), a unique LB ingress IP from 172.16.0.0/12, every 4th
+service externalTrafficPolicy Local, every 10th with two loadBalancerSourceRanges; endpoint 0 of
+each service runs on this node (so Local services have a local endpoint to go to).
+
 Usable as a module (the driver uses State / Allocator to make further unique changes) or as a CLI:
   python3 bench/gen_state.py --services 1000 --endpoints 10 --out /tmp/state
 """
@@ -57,7 +63,27 @@ def _ts(i):
     return "2025-01-01T00:%02d:%02dZ" % ((i // 60) % 60, i % 60)
 
 
-def service_obj(name, cluster_ip, uid_n):
+LB_IP_BASE = int(ipaddress.IPv4Address("172.16.0.10"))
+LB_IP_LAST = int(ipaddress.IPv4Address("172.31.255.254"))
+NODE_PORT_BASE = 20000
+
+
+def service_obj(name, cluster_ip, uid_n, external=None):
+    svc = _service_obj(name, cluster_ip, uid_n)
+    if external:
+        spec = svc["spec"]
+        spec["type"] = "LoadBalancer"
+        spec["ports"][0]["nodePort"] = external["node_port"]
+        spec["externalTrafficPolicy"] = "Local" if uid_n % 4 == 0 else "Cluster"
+        if uid_n % 4 == 0:
+            spec["healthCheckNodePort"] = 40000 + uid_n % 20000
+        if uid_n % 10 == 0:
+            spec["loadBalancerSourceRanges"] = ["203.0.113.0/24", "198.51.100.0/24"]
+        svc["status"] = {"loadBalancer": {"ingress": [{"ip": external["lb_ip"], "ipMode": "VIP"}]}}
+    return svc
+
+
+def _service_obj(name, cluster_ip, uid_n):
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -85,7 +111,7 @@ def service_obj(name, cluster_ip, uid_n):
     }
 
 
-def slice_obj(svc_name, ep_ips, uid_n, generation=1):
+def slice_obj(svc_name, ep_ips, uid_n, generation=1, local_first=False):
     return {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -109,7 +135,7 @@ def slice_obj(svc_name, ep_ips, uid_n, generation=1):
             {
                 "addresses": [ip],
                 "conditions": {"ready": True, "serving": True, "terminating": False},
-                "nodeName": "node-%03d" % (k % 100),
+                "nodeName": NODE_NAME if (local_first and k == 0) else "node-%03d" % (k % 100),
                 "targetRef": {"kind": "Pod", "namespace": NAMESPACE,
                               "name": "%s-pod-%d" % (svc_name, k)},
             }
@@ -148,8 +174,10 @@ class State:
     """The generated cluster: every service name -> (clusterIP, [endpoint IPs]), plus allocators
     positioned after everything already used, so later changes stay unique."""
 
-    def __init__(self, services, endpoints, probes):
+    def __init__(self, services, endpoints, probes, kind="clusterip"):
         self.n, self.e, self.p = services, endpoints, probes
+        self.kind = kind
+        self.lb_ips = Allocator(LB_IP_BASE, LB_IP_LAST)
         self.svc_ips = Allocator(CLUSTER_IP_BASE, CLUSTER_IP_LAST)
         self.ep_ips = Allocator(EP_IP_BASE, EP_IP_LAST)
         self.services = {}  # name -> {"ip": str, "eps": [str], "uid": int}
@@ -168,6 +196,9 @@ class State:
         self.services[name] = {"ip": self.svc_ips.take(),
                                "eps": [self.ep_ips.take() for _ in range(n_eps)],
                                "uid": self._uid, "gen": 1}
+        if self.kind == "external":
+            self.services[name]["external"] = {"node_port": NODE_PORT_BASE + self._uid,
+                                               "lb_ip": self.lb_ips.take()}
         return name
 
     def new_service(self, name, n_eps):
@@ -175,7 +206,9 @@ class State:
 
     def objects_for(self, name):
         s = self.services[name]
-        return [service_obj(name, s["ip"], s["uid"]), slice_obj(name, s["eps"], s["uid"], s["gen"])]
+        ext = s.get("external")
+        return [service_obj(name, s["ip"], s["uid"], ext),
+                slice_obj(name, s["eps"], s["uid"], s["gen"], local_first=ext is not None)]
 
     def file_for(self, name):
         return name + ".json"
@@ -208,8 +241,9 @@ def main():
     ap.add_argument("--endpoints", type=int, required=True)
     ap.add_argument("--probes", type=int, default=30)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--kind", choices=["clusterip", "external"], default="clusterip")
     a = ap.parse_args()
-    st = State(a.services, a.endpoints, a.probes)
+    st = State(a.services, a.endpoints, a.probes, a.kind)
     files = st.write(a.out)
     print("wrote %d files, %.1f MB, %d services, %d endpoints to %s" % (
         files, st.dir_bytes(a.out) / 1e6, a.services, a.services * a.endpoints, a.out))

@@ -5,12 +5,16 @@ Measures (see bench/README.md):
   1. cold sync at 1k x 10, 10k x 10 and 44k x 1 (render/diff/commit from the daemon's own
      `sync done` line, wall clock from process start, RSS after settling and peak);
   2. change latency at 10k x 10: endpoint added / removed / swapped, service added / removed;
+     the same cold sync and change series for 10k x 10 external services (LoadBalancer + NodePort,
+     some eTP=Local, some source ranges) and, with --baseline-binary, for the ClusterIP state with
+     an older binary: compared in one table (same run, same machine load);
   3. upstream kube-proxy's nftables layout for the same 1k x 10 state loaded with `nft -f`;
   4. targets (PASS/MISS).
 Prints a table and writes build/bench-results.json. Needs root (ip netns). Cleans up the network
 namespaces and daemons it started, also on Ctrl-C.
 
 Usage: python3 bench/run_bench.py [--quick] [--binary build/kube-proxy-nft] [--changes 24]
+                                  [--baseline-binary OLD/kube-proxy-nft]
 """
 import argparse
 import collections
@@ -292,6 +296,7 @@ class Bench:
                 os.unlink(os.path.join(self.logdir, f))
         self.results = {"cold": {}, "changes": {}, "upstream": {}, "targets": [], "errors": []}
         self.run_seq = 0
+        self.binary = args.binary  # the daemon under test; --baseline-binary swaps it for a phase
 
     def close(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -304,10 +309,10 @@ class Bench:
             say("  last daemon output (%s):" % daemon.log_path)
             say(daemon.tail_text())
 
-    def gen(self, label, n, e, probes):
+    def gen(self, label, n, e, probes, kind="clusterip"):
         d = os.path.join(self.tmp, label)
         t = time.monotonic()
-        st = gen_state.State(n, e, probes)
+        st = gen_state.State(n, e, probes, kind)
         files = st.write(d)
         say("  generated %-8s %6d services x %2d endpoints: %3d files, %6.1f MB in %.1f s"
             % (label, n, e, files, st.dir_bytes(d) / 1e6, time.monotonic() - t))
@@ -317,7 +322,7 @@ class Bench:
         self.run_seq += 1
         ns = netns_create()
         log = os.path.join(self.logdir, "%02d-%s.log" % (self.run_seq, tag))
-        d = Daemon(self.a.binary, manifests, ns, log).start()
+        d = Daemon(self.binary, manifests, ns, log).start()
         return d, ns
 
     def cold_run(self, label, manifests, keep=False):
@@ -422,8 +427,9 @@ class Bench:
             netns_delete(ns)
 
     # -- change latency ------------------------------------------------------------------------
-    def change_phase(self, label, st, state_dir):
-        """Cold start (counted as a cold sample of `label`), then the change series."""
+    def change_phase(self, label, st, state_dir, key="changes"):
+        """Cold start (counted as a cold sample of `label`), then the change series (stored under
+        results[key])."""
         if self.results["cold"].get(label, {}).get("failed"):
             say("  skipping the change series: the cold sync at %s failed" % label)
             return
@@ -439,7 +445,7 @@ class Bench:
         kinds = ["ep_add", "ep_remove", "ep_swap", "svc_add", "svc_remove"]
         ch = {"state": label, "rounds": self.a.changes, "kinds": {k: {"samples": []} for k in kinds},
               "noop_syncs": 0, "extra_syncs": 0, "timeouts": 0, "log": os.path.relpath(d.log_path, ROOT)}
-        self.results["changes"] = ch
+        self.results[key] = ch
         rng = random.Random(42)
         probes = st.probe_names
         P = len(probes)
@@ -565,7 +571,79 @@ def summarize_changes(k):
 # ---------------------------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------------------------
-def report(b, labels):
+CHANGE_NAMES = {"ep_add": "endpoint added", "ep_remove": "endpoint removed", "ep_swap": "endpoint swapped",
+                "svc_add": "service added", "svc_remove": "service removed"}
+
+
+def report_changes(ch, what):
+    if not ch.get("kinds"):
+        return
+    say("")
+    say("== Change latency at %s, %s (daemon --min-sync-period=0s; ms per sync) ==" % (ch["state"], what))
+    say("   sync = render+diff+commit; commit% = commit's share of the summed sync time;")
+    say("   wall = rename/unlink of the file -> `sync done` line (includes inotify + reading the file);")
+    say("   p99 is nearest-rank: with fewer than 100 samples it is the maximum")
+    rows = []
+    for kind, k in ch["kinds"].items():
+        if not k.get("n"):
+            rows.append([CHANGE_NAMES[kind], "0"] + ["-"] * 10)
+            continue
+        rows.append([CHANGE_NAMES[kind], str(k["n"]), fmt(k["sync_ms"]["median"]), fmt(k["sync_ms"]["p99"]),
+                     fmt(k["commit_ms"]["median"]), fmt(k["commit_ms"]["p99"]),
+                     "%.0f%%" % (100 * k["commit_share"]), fmt(k["render_ms"]["median"], 2),
+                     fmt(k["diff_ms"]["median"], 2), "%g" % k["ops"]["median"],
+                     fmt(k["wall_ms"]["median"]), fmt(k["wall_ms"]["p99"])])
+    say(table(["change", "n", "sync med", "sync p99", "commit med", "commit p99", "commit%",
+               "render med", "diff med", "ops med", "wall med", "wall p99"], rows))
+    notes = []
+    if ch.get("noop_syncs"):
+        notes.append("%d no-op syncs (ops=0) skipped" % ch["noop_syncs"])
+    if ch.get("extra_syncs"):
+        notes.append("%d syncs not caused by a measured change" % ch["extra_syncs"])
+    if ch.get("timeouts"):
+        notes.append("%d changes without a sync (timeout)" % ch["timeouts"])
+    if "verify" in ch:
+        notes.append("ruleset check after the series: " + ch["verify"]["summary"])
+    if "rss_after_changes_mib" in ch:
+        notes.append("RSS after the series %.1f MiB (peak %.1f)" % (ch["rss_after_changes_mib"],
+                                                                  ch["hwm_after_changes_mib"]))
+    if notes:
+        say("   " + "; ".join(notes))
+
+
+def compare_same_run(R, big):
+    """External services vs ClusterIP-only (and the baseline binary) at the big size, this run."""
+    ours = R["cold"].get(big, {}).get("median")
+    if not ours:
+        return
+    others = [(big + "-ext", "changes_external", "external / ClusterIP"),
+              (big + "-base", "changes_baseline", "baseline / current (ClusterIP)")]
+    rows = []
+    for label, key, what in others:
+        other = R["cold"].get(label, {}).get("median")
+        if not other:
+            continue
+        rows.append([what, "cold sync", fmt(ours["sync_ms"]), fmt(other["sync_ms"]),
+                     "%.2fx" % (other["sync_ms"] / ours["sync_ms"]), "%d / %d" % (ours["ops"], other["ops"])])
+        rows.append([what, "cold RSS MiB", fmt(ours["rss_mib"]), fmt(other["rss_mib"]),
+                     "%.2fx" % (other["rss_mib"] / ours["rss_mib"]), ""])
+        mine, theirs = (R.get("changes") or {}).get("kinds", {}), (R.get(key) or {}).get("kinds", {})
+        for kind in CHANGE_NAMES:
+            a, o = mine.get(kind, {}), theirs.get(kind, {})
+            if not a.get("n") or not o.get("n"):
+                continue
+            rows.append([what, CHANGE_NAMES[kind] + " (sync med)", fmt(a["sync_ms"]["median"]),
+                         fmt(o["sync_ms"]["median"]), "%.2fx" % (o["sync_ms"]["median"] / a["sync_ms"]["median"]),
+                         "%g / %g" % (a["ops"]["median"], o["ops"]["median"])])
+    if rows:
+        say("")
+        say("== Same run, %s: ClusterIP-only with this binary vs the others (ms; ratio = other / ClusterIP) ==" % big)
+        say(table(["comparison", "measure", "ClusterIP", "other", "ratio", "ops"], rows, ["<", "<", ">", ">", ">", ">"]))
+    R["same_run"] = rows
+
+
+# ---------------------------------------------------------------------------------------------
+def report(b, labels, extra_labels=()):
     R = b.results
     say("")
     say("== Cold sync: first `sync done` after daemon start (ms; fresh netns per run) ==")
@@ -573,7 +651,7 @@ def report(b, labels):
     say("   read = wall - sync (startup + reading/decoding the manifests); RSS ~%.0f s after the sync"
         % b.a.settle)
     rows = []
-    for label in labels:
+    for label in list(labels) + list(extra_labels):
         res = R["cold"].get(label)
         if not res:
             continue
@@ -592,42 +670,11 @@ def report(b, labels):
     say(table(["state", "run", "render", "diff", "commit", "sync", "wall", "read", "ops",
                "RSS MiB", "peak MiB"], rows, ["<", "<"] + [">"] * 9))
 
+    for key, what in (("changes", "ClusterIP services"), ("changes_external", "external services"),
+                      ("changes_baseline", "ClusterIP services, baseline binary")):
+        report_changes(R.get(key) or {}, what)
+    compare_same_run(R, labels[1])
     ch = R.get("changes") or {}
-    if ch.get("kinds"):
-        say("")
-        say("== Change latency at %s (daemon --min-sync-period=0s; ms per sync) ==" % ch["state"])
-        say("   sync = render+diff+commit; commit% = commit's share of the summed sync time;")
-        say("   wall = rename/unlink of the file -> `sync done` line (includes inotify + reading the file);")
-        say("   p99 is nearest-rank: with fewer than 100 samples it is the maximum")
-        rows = []
-        names = {"ep_add": "endpoint added", "ep_remove": "endpoint removed",
-                 "ep_swap": "endpoint swapped", "svc_add": "service added",
-                 "svc_remove": "service removed"}
-        for kind, k in ch["kinds"].items():
-            if not k.get("n"):
-                rows.append([names[kind], "0"] + ["-"] * 9)
-                continue
-            rows.append([names[kind], str(k["n"]), fmt(k["sync_ms"]["median"]), fmt(k["sync_ms"]["p99"]),
-                         fmt(k["commit_ms"]["median"]), fmt(k["commit_ms"]["p99"]),
-                         "%.0f%%" % (100 * k["commit_share"]), fmt(k["render_ms"]["median"], 2),
-                         fmt(k["diff_ms"]["median"], 2), "%g" % k["ops"]["median"],
-                         fmt(k["wall_ms"]["median"]), fmt(k["wall_ms"]["p99"])])
-        say(table(["change", "n", "sync med", "sync p99", "commit med", "commit p99", "commit%",
-                   "render med", "diff med", "ops med", "wall med", "wall p99"], rows))
-        notes = []
-        if ch.get("noop_syncs"):
-            notes.append("%d no-op syncs (ops=0) skipped" % ch["noop_syncs"])
-        if ch.get("extra_syncs"):
-            notes.append("%d syncs not caused by a measured change" % ch["extra_syncs"])
-        if ch.get("timeouts"):
-            notes.append("%d changes without a sync (timeout)" % ch["timeouts"])
-        if "verify" in ch:
-            notes.append("ruleset check after the series: " + ch["verify"]["summary"])
-        if "rss_after_changes_mib" in ch:
-            notes.append("RSS after the series %.1f MiB (peak %.1f)" % (ch["rss_after_changes_mib"],
-                                                                      ch["hwm_after_changes_mib"]))
-        if notes:
-            say("   " + "; ".join(notes))
 
     up_label = labels[0]
     up = R["upstream"].get(up_label)
@@ -707,6 +754,9 @@ def main():
     ap.add_argument("--gap", type=float, default=0.03, help="s between writing the temp file and renaming")
     ap.add_argument("--cold-timeout", type=float, default=120.0)
     ap.add_argument("--change-timeout", type=float, default=10.0)
+    ap.add_argument("--baseline-binary", default=os.environ.get("KPN_BASELINE_BIN") or None,
+                    help="also run the ClusterIP state at the big size with this (older) binary, for a "
+                         "same-run comparison (env KPN_BASELINE_BIN)")
     a = ap.parse_args()
     if a.quick:
         sizes = [("200x10", 200, 10), ("2kx10", 2000, 10), ("4kx1", 4000, 1)]
@@ -716,6 +766,8 @@ def main():
     else:
         sizes = [("1kx10", 1000, 10), ("10kx10", 10000, 10), ("44kx1", 44000, 1)]
     a.binary = os.path.abspath(a.binary)
+    if a.baseline_binary:
+        a.baseline_binary = os.path.abspath(a.baseline_binary)
     if a.out is None:
         a.out = os.path.join(ROOT, "build", "bench-results-quick.json" if a.quick else "bench-results.json")
 
@@ -764,6 +816,24 @@ def main():
         b.change_phase(l2, st2, d2)
         shutil.rmtree(d2, ignore_errors=True)
 
+        say("-- %s external services (LoadBalancer + NodePort, 1/4 eTP=Local, 1/10 source ranges): "
+            "cold syncs, then the change series" % l2)
+        lx = l2 + "-ext"
+        st2x, d2x = b.gen(lx, n2, e2, a.probes, kind="external")
+        b.cold_phase(lx, n2, e2, max(0, a.repeat_big - 1), d2x)
+        b.change_phase(lx, st2x, d2x, key="changes_external")
+        shutil.rmtree(d2x, ignore_errors=True)
+
+        if a.baseline_binary:
+            say("-- %s ClusterIP services with the baseline binary %s" % (l2, a.baseline_binary))
+            lb = l2 + "-base"
+            b.binary = a.baseline_binary
+            st2b, d2b = b.gen(lb, n2, e2, a.probes)
+            b.cold_phase(lb, n2, e2, max(0, a.repeat_big - 1), d2b)
+            b.change_phase(lb, st2b, d2b, key="changes_baseline")
+            b.binary = a.binary
+            shutil.rmtree(d2b, ignore_errors=True)
+
         say("-- %s: cold syncs" % l3)
         st3, d3 = b.gen(l3, n3, e3, a.probes)
         b.cold_phase(l3, n3, e3, a.repeat_big, d3)
@@ -781,7 +851,7 @@ def main():
         cleanup_all()
         b.close()
     b.results["duration_s"] = time.monotonic() - t_begin
-    report(b, [s[0] for s in sizes])
+    report(b, [s[0] for s in sizes], [sizes[1][0] + "-ext", sizes[1][0] + "-base"])
     say("")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
