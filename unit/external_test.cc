@@ -307,7 +307,8 @@ TEST_CASE("a service that lost its nodePort keeps its ClusterIP; no map key gets
   st.upsertService(b);
   st.upsertSlice(remoteAndLocal("b"));
   std::string t = text(st, cfgA());
-  CHECK(has(t, "service-nodeports { tcp . 3001 comment \"ns1/a:p80\" : goto external-ns1/a/tcp/p80 }"));
+  CHECK(has(t, "service-nodeports { tcp . 3001 comment \"ns1/a:p80\" : goto service-ns1/a/tcp/p80 }"));
+  CHECK(has(t, "masquerade-nodeports { tcp . 3001 }"));
   CHECK_FALSE(has(t, "tcp . 3001 comment \"ns1/b:p80\""));
   CHECK(has(t, "service-ips { 172.30.0.42 . tcp . 80 comment \"ns1/b:p80\" : goto service-ns1/b/tcp/p80 }"));
   CHECK_FALSE(has(t, "192.168.99.11 . tcp . 80 comment \"ns1/b:p80\""));
@@ -358,8 +359,13 @@ TEST_CASE("golden: external services render to exactly unit/golden/external-serv
   checkGolden("unit/golden/external-services.nft", t);
 
   // The semantics the golden pins down, spelled out.
-  // eTP=Cluster: external traffic is masqueraded and goes to all endpoints.
-  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc1/tcp/p80 meta mark set meta mark | 0x00004000 goto service-ns1/svc1/tcp/p80"));
+  // eTP=Cluster: external traffic is masqueraded (by the base rules) and goes to all endpoints;
+  // no chain of its own.
+  CHECK(has(t, "add rule ip kube-proxy services ip daddr . meta l4proto . th dport @masquerade-ips meta mark set meta mark | 0x00004000"));
+  CHECK(has(t, "add rule ip kube-proxy services ip daddr @nodeport-ips meta l4proto . th dport @masquerade-nodeports meta mark set meta mark | 0x00004000"));
+  CHECK(has(t, "service-ips { 1.2.3.4 . tcp . 80 comment \"ns1/svc1:p80\" : goto service-ns1/svc1/tcp/p80 }"));
+  CHECK(has(t, "masquerade-ips { 1.2.3.4 . tcp . 80 }"));
+  CHECK_FALSE(has(t, "external-ns1/svc1"));
   // eTP=Local: pods and the node short-circuit to all endpoints; outside traffic goes local only.
   CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 ip saddr == 10.0.0.0/8 goto service-ns1/svc2/tcp/p80"));
   CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 fib saddr type == local meta mark set meta mark | 0x00004000 goto service-ns1/svc2/tcp/p80"));

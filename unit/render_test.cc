@@ -129,7 +129,8 @@ TEST_CASE("masquerade-all marks every ClusterIP packet; without a cluster CIDR n
   CHECK(renderText(st, cfg).find("add rule ip kube-proxy services ip daddr @cluster-ips meta mark set meta mark | 0x00004000") != std::string::npos);
   cfg.masqueradeAll = false;
   cfg.clusterCidrV4.reset();
-  CHECK(renderText(st, cfg).find("meta mark set meta mark |") == std::string::npos);
+  CHECK(renderText(st, cfg).find("services ip daddr @cluster-ips meta mark set") == std::string::npos);
+  CHECK(renderText(st, cfg).find("services ip daddr @cluster-ips ip saddr") == std::string::npos);
 }
 
 TEST_CASE("an incremental render equals a from-scratch render with the same backend slots") {

@@ -63,6 +63,8 @@ std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
       {kNoEndpointNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
       {kFirewallIPs, {addr, "inet_proto", "inet_service"}, "verdict", ""},
       {kNodePortIPs, {addr}, "", ""},
+      {kMasqueradeIPs, {addr, "inet_proto", "inet_service"}, "", ""},
+      {kMasqueradeNodePorts, {"inet_proto", "inet_service"}, "", ""},
   };
   // nft needs the protocol in the typeof of a map that yields a port, and refuses a rule whose
   // protocol differs, so each protocol has its own shards.
@@ -88,19 +90,29 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
                                     ? "masquerade ClusterIP traffic from outside the cluster CIDR"
                                     : "masquerade ClusterIP traffic not from a local pod"));
   }
-  services.push_back(makeRule({st::vmap(serviceKeyExpr(f), kServiceIPs)}));
   // NodePorts: one lookup on protocol . port, on the NodePort addresses only (never loopback).
   Expr nodePortKey = ex::concat({ex::meta("l4proto"), ex::payload("th", "dport")});
   Stmt loopback = f == Family::IPv4 ? st::match(daddr(f), "!=", ex::prefix("127.0.0.0", 8))
                                     : st::match(daddr(f), "!=", ex::addr("::1"));
   Stmt fibLocal = st::match(ex::fib("daddr", "type"), "==", ex::symbol("local"));
-  if (env.nodePortMatchAll)
-    services.push_back(makeRule({fibLocal, loopback, st::vmap(nodePortKey, kServiceNodePorts)}));
-  else
-    services.push_back(makeRule({st::matchSet(daddr(f), kNodePortIPs), st::vmap(nodePortKey, kServiceNodePorts)}));
+  // "daddr is a NodePort address" followed by `rest`.
+  auto onNodePortAddress = [&](std::vector<Stmt> rest, std::string comment = "") {
+    std::vector<Stmt> stmts = env.nodePortMatchAll ? std::vector<Stmt>{fibLocal, loopback}
+                                                   : std::vector<Stmt>{st::matchSet(daddr(f), kNodePortIPs)};
+    stmts.insert(stmts.end(), rest.begin(), rest.end());
+    return makeRule(stmts, std::move(comment));
+  };
+  Stmt markMasq = st::markSet(ex::bitOr(ex::meta("mark"), mark));
+  services.push_back(makeRule({st::matchSet(serviceKeyExpr(f), kMasqueradeIPs), markMasq},
+                              "masquerade external traffic of eTP=Cluster services"));
+  services.push_back(onNodePortAddress({st::matchSet(nodePortKey, kMasqueradeNodePorts), markMasq},
+                                       "masquerade NodePort traffic of eTP=Cluster services"));
+  services.push_back(makeRule({st::vmap(serviceKeyExpr(f), kServiceIPs)}));
+  services.push_back(onNodePortAddress({st::vmap(nodePortKey, kServiceNodePorts)}));
+  // In filter-input the destination is local already: upstream leaves out the fib test here.
   Rule nodePortCheck = env.nodePortMatchAll
                            ? makeRule({loopback, st::vmap(nodePortKey, kNoEndpointNodePorts)})
-                           : makeRule({st::matchSet(daddr(f), kNodePortIPs), st::vmap(nodePortKey, kNoEndpointNodePorts)});
+                           : onNodePortAddress({st::vmap(nodePortKey, kNoEndpointNodePorts)});
   for (const auto& ip : env.nodePortIPs) part->elements.push_back(setElement(kNodePortIPs, ex::addr(ip)));
 
   std::vector<Rule> clusterIPsCheck = {

@@ -8,8 +8,11 @@
 //        @service-nodeports on l4proto . dport
 //        -> goto service-<ns>/<name>/<proto>/<port>: dnat to numgen random mod N offset BASE
 //                                                     map @backends-<proto>-<shard>
+//        (external destinations of eTP=Cluster services are in @masquerade-ips/-nodeports: marked
+//        for masquerade by two base rules, then straight to service-<...>)
 //        -> goto local-<...>: the same over this node's endpoints (traffic policy Local)
-//        -> goto external-<...>: masquerade / short-circuit by policy, then service- or local-
+//        -> goto external-<...> (eTP=Local only): pods and the node short-circuit to service-,
+//           outside traffic to local-
 //   nat-postrouting (srcnat) -> masquerading: marked packets, and hairpin pairs in @hairpin
 //   filter-input/forward/output (filter, new conns) -> reject or drop via @no-endpoint-services
 //        and (input) @no-endpoint-nodeports, unknown ports of live ClusterIPs via @cluster-ips,
@@ -38,6 +41,10 @@ inline const char* kServiceNodePorts = "service-nodeports";
 inline const char* kNoEndpointNodePorts = "no-endpoint-nodeports";
 inline const char* kFirewallIPs = "firewall-ips";
 inline const char* kNodePortIPs = "nodeport-ips";
+// External destinations of externalTrafficPolicy=Cluster services: their traffic is masqueraded
+// by two base rules, so such a service needs no external-<...> chain of its own.
+inline const char* kMasqueradeIPs = "masquerade-ips";
+inline const char* kMasqueradeNodePorts = "masquerade-nodeports";
 
 // "service-<ns>/<name>/<proto>/<port name, or number when unnamed>"
 std::string serviceChainName(const api::Service& svc, const api::ServicePort& port);

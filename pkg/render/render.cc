@@ -157,26 +157,32 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
     if (external && !hasEndpoints) {
       for (const Expr& k : externalKeys) part->elements.push_back(verdictElement(kNoEndpointServices, k, kRejectChain, comment));
       if (nodePortKey) part->elements.push_back(verdictElement(kNoEndpointNodePorts, *nodePortKey, kRejectChain, comment));
-    } else if (external) {
-      std::vector<Rule> rules;
-      Stmt masq = st::markSet(ex::bitOr(ex::meta("mark"), mark));
-      if (!externalLocal) {
-        rules.push_back(makeRule({masq, st::goTo(chain)}, "masquerade external traffic"));
-      } else {
-        // Pods and the node itself reach an eTP=Local service through all endpoints (upstream's
-        // short-circuit); only traffic from outside keeps its source and stays on this node.
-        if (!eps.cluster.empty()) {
-          if (!env.localKind.empty())
-            rules.push_back(makeRule({localTrafficMatch(family, env, false), st::goTo(chain)}, "short-circuit pod traffic"));
-          rules.push_back(makeRule({st::match(ex::fib("saddr", "type"), "==", ex::symbol("local")), masq, st::goTo(chain)},
-                                   "masquerade and short-circuit node traffic"));
-        }
-        if (!eps.local.empty()) rules.push_back(makeRule({st::goTo(localChain)}));
+    } else if (external && !externalLocal) {
+      // eTP=Cluster: all endpoints; the base rules masquerade what is in @masquerade-*.
+      for (const Expr& k : externalKeys) {
+        part->elements.push_back(verdictElement(kServiceIPs, k, chain, comment));
+        part->elements.push_back(setElement(kMasqueradeIPs, k));
       }
+      if (nodePortKey) {
+        part->elements.push_back(verdictElement(kServiceNodePorts, *nodePortKey, chain, comment));
+        part->elements.push_back(setElement(kMasqueradeNodePorts, *nodePortKey));
+      }
+    } else if (external) {
+      // eTP=Local: pods and the node itself reach the service through all endpoints (upstream's
+      // short-circuit); only traffic from outside keeps its source and stays on this node.
+      std::vector<Rule> rules;
+      if (!eps.cluster.empty()) {
+        if (!env.localKind.empty())
+          rules.push_back(makeRule({localTrafficMatch(family, env, false), st::goTo(chain)}, "short-circuit pod traffic"));
+        rules.push_back(makeRule({st::match(ex::fib("saddr", "type"), "==", ex::symbol("local")),
+                                  st::markSet(ex::bitOr(ex::meta("mark"), mark)), st::goTo(chain)},
+                                 "masquerade and short-circuit node traffic"));
+      }
+      if (!eps.local.empty()) rules.push_back(makeRule({st::goTo(localChain)}));
       part->chains.push_back(Chain{externalChain, std::nullopt, std::move(rules)});
       for (const Expr& k : externalKeys) part->elements.push_back(verdictElement(kServiceIPs, k, externalChain, comment));
       if (nodePortKey) part->elements.push_back(verdictElement(kServiceNodePorts, *nodePortKey, externalChain, comment));
-      if (externalLocal && eps.local.empty()) {
+      if (eps.local.empty()) {
         // Outside traffic falls through external-<...> undnatted and is dropped here (not rejected).
         for (const Expr& k : externalKeys) part->elements.push_back(dropElement(kNoEndpointServices, k, comment));
         if (nodePortKey) part->elements.push_back(dropElement(kNoEndpointNodePorts, *nodePortKey, comment));
