@@ -55,8 +55,9 @@ test: deps $(BIN) $(UNIT_BIN)
 demo: deps $(BIN)
 	bash examples/demo.sh
 
+# BASELINE=path/to/an/older/kube-proxy-nft adds that binary's ClusterIP numbers to the same run.
 bench: deps $(BIN)
-	$(PYTHON) bench/run_bench.py
+	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
 
 clean:
 	rm -rf $(BUILD)

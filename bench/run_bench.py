@@ -376,9 +376,7 @@ class Bench:
                     res["failed"] = True  # don't spend another timeout on this size
             if r:
                 res["runs"].append(r)
-                say("  cold %-8s run %d: sync %8.1f ms (render %.1f, diff %.1f, commit %.1f), wall %8.1f ms, "
-                    "ops %d, RSS %.1f MiB" % (label, i + 1, r["sync_ms"], r["render_ms"], r["diff_ms"],
-                                              r["commit_ms"], r["wall_ms"], r["ops"], r["rss_mib"]))
+                say_cold(label, i, r)
             if upstream_file:
                 try:
                     u = self.nft_load(upstream_file)
@@ -392,6 +390,29 @@ class Bench:
             if up["runs"]:
                 up["median_wall_ms"] = med([u["wall_ms"] for u in up["runs"]])
         return res
+
+    def cold_rounds(self, variants, n, e, runs):
+        """Cold runs of several (label, state dir, binary) variants taken in turns, so that the
+        machine's drift over the run (other users, page cache) hits all of them alike."""
+        for label, _, _ in variants:
+            self.results["cold"][label] = {"services": n, "endpoints_per_service": e, "runs": []}
+        for i in range(runs):
+            for label, state_dir, binary in variants:
+                res = self.results["cold"][label]
+                if res.get("failed"):
+                    continue
+                self.binary = binary
+                try:
+                    r = self.cold_run(label, state_dir)
+                finally:
+                    self.binary = self.a.binary
+                if r is None:
+                    res["failed"] = True
+                    continue
+                res["runs"].append(r)
+                say_cold(label, i, r)
+        for label, _, _ in variants:
+            summarize_cold(self.results["cold"][label])
 
     def nft_load(self, path):
         ns = netns_create()
@@ -427,66 +448,85 @@ class Bench:
             netns_delete(ns)
 
     # -- change latency ------------------------------------------------------------------------
-    def change_phase(self, label, st, state_dir, key="changes"):
-        """Cold start (counted as a cold sample of `label`), then the change series (stored under
-        results[key])."""
-        if self.results["cold"].get(label, {}).get("failed"):
-            say("  skipping the change series: the cold sync at %s failed" % label)
-            return
-        r, d, ns = self.cold_run(label, state_dir, keep=True)
-        if r is None:
-            return
-        self.results["cold"][label]["runs"].append(r)
-        summarize_cold(self.results["cold"][label])
-        say("  cold %-8s run %d: sync %8.1f ms (render %.1f, diff %.1f, commit %.1f), wall %8.1f ms, "
-            "ops %d, RSS %.1f MiB  (daemon kept for changes)"
-            % (label, len(self.results["cold"][label]["runs"]), r["sync_ms"], r["render_ms"],
-               r["diff_ms"], r["commit_ms"], r["wall_ms"], r["ops"], r["rss_mib"]))
+    def change_phases(self, variants):
+        """Change series of several variants, in turns: each variant (label, state, state dir,
+        results key, binary) gets a cold start (counted as a cold sample of its label) and keeps
+        its daemon in its own namespace; then round by round every variant makes the same five
+        changes, so that the machine's drift over the run hits all of them alike."""
         kinds = ["ep_add", "ep_remove", "ep_swap", "svc_add", "svc_remove"]
-        ch = {"state": label, "rounds": self.a.changes, "kinds": {k: {"samples": []} for k in kinds},
-              "noop_syncs": 0, "extra_syncs": 0, "timeouts": 0, "log": os.path.relpath(d.log_path, ROOT)}
-        self.results[key] = ch
-        rng = random.Random(42)
+        live = []
+        try:
+            for label, st, state_dir, key, binary in variants:
+                if self.results["cold"].get(label, {}).get("failed"):
+                    say("  skipping the change series of %s: its cold sync failed" % label)
+                    continue
+                self.binary = binary
+                try:
+                    r, d, ns = self.cold_run(label, state_dir, keep=True)
+                finally:
+                    self.binary = self.a.binary
+                if r is None:
+                    continue
+                self.results["cold"][label]["runs"].append(r)
+                summarize_cold(self.results["cold"][label])
+                say_cold(label, len(self.results["cold"][label]["runs"]) - 1, r)
+                ch = {"state": label, "rounds": self.a.changes, "kinds": {k: {"samples": []} for k in kinds},
+                      "noop_syncs": 0, "extra_syncs": 0, "timeouts": 0, "log": os.path.relpath(d.log_path, ROOT)}
+                self.results[key] = ch
+                live.append({"label": label, "st": st, "dir": state_dir, "d": d, "ns": ns, "ch": ch,
+                             "rng": random.Random(42), "removed_ips": [], "dropped_eps": [], "ok": True})
+            for i in range(self.a.changes):
+                for v in live:
+                    if not v["ok"]:
+                        continue
+                    try:
+                        self._change_round(v, i)
+                    except (DaemonDied, SyncTimeout) as e:
+                        v["ok"] = False
+                        self.error("changes %s" % v["label"], e, v["d"])
+            for v in live:
+                if not v["ok"]:
+                    continue
+                ch, d = v["ch"], v["d"]
+                ch["verify"] = self.verify(v["ns"], v["st"], v["removed_ips"], v["dropped_eps"])
+                say("  verify %s after the series: %s" % (v["label"], ch["verify"]["summary"]))
+                if d.proc.poll() is None:
+                    ch["rss_after_changes_mib"] = d.status_kib("VmRSS") / 1024.0
+                    ch["hwm_after_changes_mib"] = d.status_kib("VmHWM") / 1024.0
+        finally:
+            for v in live:
+                v["d"].stop()
+                netns_delete(v["ns"])
+                for k in kinds:
+                    summarize_changes(v["ch"]["kinds"][k])
+
+    def _change_round(self, v, i):
+        st, state_dir, d, ch, rng = v["st"], v["dir"], v["d"], v["ch"], v["rng"]
         probes = st.probe_names
         P = len(probes)
-        removed_ips, self.dropped_eps = [], []
-        try:
-            for i in range(self.a.changes):
-                # endpoint added, then one (random) endpoint removed: the probe is back to E endpoints
-                name = probes[i % P]
-                s = st.services[name]
-                s["eps"].append(st.ep_ips.take())
-                self._change(d, ch, "ep_add", lambda: self._rewrite(st, state_dir, name))
-                self.dropped_eps.append(s["eps"].pop(rng.randrange(len(s["eps"]))))
-                self._change(d, ch, "ep_remove", lambda: self._rewrite(st, state_dir, name))
-                # one endpoint swapped for a fresh IP, same count
-                name2 = probes[(i + P // 2) % P]
-                s2 = st.services[name2]
-                k = rng.randrange(len(s2["eps"]))
-                self.dropped_eps.append(s2["eps"][k])
-                s2["eps"][k] = st.ep_ips.take()
-                self._change(d, ch, "ep_swap", lambda: self._rewrite(st, state_dir, name2))
-                # a new service in a new file, then that file deleted
-                new = st.new_service("extra-%03d" % i, st.e)
-                self._change(d, ch, "svc_add", lambda: self._rewrite(st, state_dir, new))
-                path = os.path.join(state_dir, st.file_for(new))
-                self._change(d, ch, "svc_remove", lambda: os.unlink(path), prepare=None)
-                removed_ips.append(st.services[new]["ip"])
-                del st.services[new]
-            ch["verify"] = self.verify(ns, st, removed_ips)
-            say("  verify after the series: %s" % ch["verify"]["summary"])
-            if d.proc.poll() is None:
-                ch["rss_after_changes_mib"] = d.status_kib("VmRSS") / 1024.0
-                ch["hwm_after_changes_mib"] = d.status_kib("VmHWM") / 1024.0
-        except (DaemonDied, SyncTimeout) as e:
-            self.error("changes", e, d)
-        finally:
-            d.stop()
-            netns_delete(ns)
-        for k in kinds:
-            summarize_changes(ch["kinds"][k])
+        # endpoint added, then one (random) endpoint removed: the probe is back to E endpoints
+        name = probes[i % P]
+        s = st.services[name]
+        s["eps"].append(st.ep_ips.take())
+        self._change(d, ch, "ep_add", lambda: self._rewrite(st, state_dir, name))
+        v["dropped_eps"].append(s["eps"].pop(rng.randrange(len(s["eps"]))))
+        self._change(d, ch, "ep_remove", lambda: self._rewrite(st, state_dir, name))
+        # one endpoint swapped for a fresh IP, same count
+        name2 = probes[(i + P // 2) % P]
+        s2 = st.services[name2]
+        k = rng.randrange(len(s2["eps"]))
+        v["dropped_eps"].append(s2["eps"][k])
+        s2["eps"][k] = st.ep_ips.take()
+        self._change(d, ch, "ep_swap", lambda: self._rewrite(st, state_dir, name2))
+        # a new service in a new file, then that file deleted
+        new = st.new_service("extra-%03d" % i, st.e)
+        self._change(d, ch, "svc_add", lambda: self._rewrite(st, state_dir, new))
+        path = os.path.join(state_dir, st.file_for(new))
+        self._change(d, ch, "svc_remove", lambda: os.unlink(path), prepare=None)
+        v["removed_ips"].append(st.services[new]["ip"])
+        del st.services[new]
 
-    def verify(self, ns, st, removed_svc_ips):
+    def verify(self, ns, st, removed_svc_ips, dropped_eps):
         """The changes really reached the kernel: every probe's current endpoints and ClusterIP are in
         the ruleset; removed endpoints and removed services' ClusterIPs are not."""
         try:
@@ -498,7 +538,7 @@ class Bench:
         for name in st.probe_names:
             want.add(st.services[name]["ip"])
             want.update(st.services[name]["eps"])
-        gone = set(removed_svc_ips) | (set(self.dropped_eps) - want)
+        gone = set(removed_svc_ips) | (set(dropped_eps) - want)
         missing = sorted(want - present)
         stale = sorted(gone & present)
         ok = not missing and not stale
@@ -546,6 +586,12 @@ class Bench:
             "sync_ms": sync_total(ev), "render_ms": ev["render_ms"], "diff_ms": ev["diff_ms"],
             "commit_ms": ev["commit_ms"], "ops": ev["ops"], "full": ev["full"],
             "wall_ms": (ev["t"] - t0) * 1000.0, **({"noop": True} if ev.get("noop") else {})})
+
+
+def say_cold(label, i, r):
+    say("  cold %-8s run %d: sync %8.1f ms (render %.1f, diff %.1f, commit %.1f), wall %8.1f ms, "
+        "ops %d, RSS %.1f MiB" % (label, i + 1, r["sync_ms"], r["render_ms"], r["diff_ms"],
+                                  r["commit_ms"], r["wall_ms"], r["ops"], r["rss_mib"]))
 
 
 def summarize_cold(res):
@@ -810,29 +856,26 @@ def main():
         b.cold_phase(l1, n1, e1, a.repeat_small, d1, upstream_file=upfile)
         shutil.rmtree(d1, ignore_errors=True)
 
-        say("-- %s: cold syncs, then the change series on the last daemon" % l2)
+        # 10k: ClusterIP services, external services and (optionally) the baseline binary on the
+        # ClusterIP state; cold runs in turns, then each one's change series.
+        lx, lb = l2 + "-ext", l2 + "-base"
+        say("-- %s: cold syncs in turns (ClusterIP, external services: LoadBalancer + NodePort, 1/4 "
+            "eTP=Local, 1/10 source ranges%s), then the change series of each"
+            % (l2, ", ClusterIP with the baseline binary" if a.baseline_binary else ""))
         st2, d2 = b.gen(l2, n2, e2, a.probes)
-        b.cold_phase(l2, n2, e2, max(0, a.repeat_big - 1), d2)
-        b.change_phase(l2, st2, d2)
-        shutil.rmtree(d2, ignore_errors=True)
-
-        say("-- %s external services (LoadBalancer + NodePort, 1/4 eTP=Local, 1/10 source ranges): "
-            "cold syncs, then the change series" % l2)
-        lx = l2 + "-ext"
         st2x, d2x = b.gen(lx, n2, e2, a.probes, kind="external")
-        b.cold_phase(lx, n2, e2, max(0, a.repeat_big - 1), d2x)
-        b.change_phase(lx, st2x, d2x, key="changes_external")
-        shutil.rmtree(d2x, ignore_errors=True)
-
+        variants = [(l2, d2, a.binary), (lx, d2x, a.binary)]
         if a.baseline_binary:
-            say("-- %s ClusterIP services with the baseline binary %s" % (l2, a.baseline_binary))
-            lb = l2 + "-base"
-            b.binary = a.baseline_binary
+            variants.append((lb, d2, a.baseline_binary))
+        b.cold_rounds(variants, n2, e2, max(0, a.repeat_big - 1))
+        series = [(l2, st2, d2, "changes", a.binary), (lx, st2x, d2x, "changes_external", a.binary)]
+        if a.baseline_binary:
+            # the same ClusterIP state in a directory of its own: each series changes its files
             st2b, d2b = b.gen(lb, n2, e2, a.probes)
-            b.cold_phase(lb, n2, e2, max(0, a.repeat_big - 1), d2b)
-            b.change_phase(lb, st2b, d2b, key="changes_baseline")
-            b.binary = a.binary
-            shutil.rmtree(d2b, ignore_errors=True)
+            series.append((lb, st2b, d2b, "changes_baseline", a.baseline_binary))
+        b.change_phases(series)
+        for _, _, d, _, _ in series:
+            shutil.rmtree(d, ignore_errors=True)
 
         say("-- %s: cold syncs" % l3)
         st3, d3 = b.gen(l3, n3, e3, a.probes)
