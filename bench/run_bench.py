@@ -452,7 +452,8 @@ class Bench:
         """Change series of several variants, in turns: each variant (label, state, state dir,
         results key, binary) gets a cold start (counted as a cold sample of its label) and keeps
         its daemon in its own namespace; then round by round every variant makes the same five
-        changes, so that the machine's drift over the run hits all of them alike."""
+        changes (the order rotating each round), so that the machine's drift over the run hits all
+        of them alike."""
         kinds = ["ep_add", "ep_remove", "ep_swap", "svc_add", "svc_remove"]
         live = []
         try:
@@ -476,7 +477,8 @@ class Bench:
                 live.append({"label": label, "st": st, "dir": state_dir, "d": d, "ns": ns, "ch": ch,
                              "rng": random.Random(42), "removed_ips": [], "dropped_eps": [], "ok": True})
             for i in range(self.a.changes):
-                for v in live:
+                # Who goes first rotates: no variant always follows the same neighbour.
+                for v in live[i % len(live):] + live[:i % len(live)] if live else []:
                     if not v["ok"]:
                         continue
                     try:
