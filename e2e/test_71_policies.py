@@ -81,9 +81,10 @@ MASQ_VARIANTS = {
 
 
 def test_internal_external_masquerade_all_variants(lab):
-    """TestInternalExternalMasquerade, all four variants: svc1 eTP=Cluster, svc2 eTP=Local, svc3
-    iTP=Local, each with a local and a remote endpoint; from a pod, the node and outside, to the
-    ClusterIP, the NodePort and the LB IP: which endpoints answer, and who is masqueraded."""
+    """TestInternalExternalMasquerade, all four variants, IPv4 and IPv6: svc1 eTP=Cluster, svc2
+    eTP=Local, svc3 iTP=Local, each with a local and a remote endpoint; from a pod, the node and
+    outside, to the ClusterIP, the NodePort and the LB IP: which endpoints answer, and who is
+    masqueraded."""
     client, pod = lab.add_external_client(), lab.add_pod("pod")
     eps = lab.add_backends(6, tcp=[80], udp=[])
     local = {"svc1": eps[0], "svc2": eps[1], "svc3": eps[2]}
@@ -93,9 +94,9 @@ def test_internal_external_masquerade_all_variants(lab):
     for i, (name, etp, itp) in enumerate((("svc1", "Cluster", None), ("svc2", "Local", None),
                                           ("svc3", "Cluster", "Local"))):
         objs.append(service(name, [("p80", 80, "TCP", 80, 30001 + i)], [f"10.96.0.{41 + i}", f"fd00:10:96::{41 + i}"],
-                            type="LoadBalancer", etp=etp, itp=itp, lb_ingress=[f"198.51.100.{10 + i}"]))
-        objs.append(endpoint_slice(name, [{"ip": local[name].v4}, {"ip": remote[name].v4, "node": REMOTE}],
-                                   [("p80", 80, "TCP")]))
+                            type="LoadBalancer", etp=etp, itp=itp,
+                            lb_ingress=[f"198.51.100.{10 + i}", f"2001:db8:5::{10 + i}"]))
+        objs += slices(name, [local[name], remote[name]], [("p80", 80, "TCP")], remote=[remote[name]])
     lab.manifests.write("svcs.yaml", objs)
     ext, cli, node = lab.agent(client), lab.agent(pod), lab.agent("node")
 
@@ -104,31 +105,37 @@ def test_internal_external_masquerade_all_variants(lab):
             lab.daemons[-1].stop()
         lab.start_daemon(list(args), label=variant)
         node_addrs = lab.node_addresses()
-        for i, name in enumerate(("svc1", "svc2", "svc3")):
-            both, loc = {local[name].v4, remote[name].v4}, {local[name].v4}
-            cip, np, vip = f"10.96.0.{41 + i}", 30001 + i, f"198.51.100.{10 + i}"
-            what = f"[{variant}] {name}"
-            internal = loc if name == "svc3" else both
-            # ClusterIP: pods keep their source unless masquerade-all; node and outside are
-            # masqueraded only when a detector can tell them apart (or masquerade-all).
-            expect_answers(cli, cip, 80, internal, node_addrs if masq_all else {pod.v4}, what=what + " pod->ClusterIP")
-            expect_answers(node, cip, 80, internal, node_addrs if (detector or masq_all) else {NODE_V4},
-                           what=what + " node->ClusterIP")
-            expect_answers(ext, cip, 80, internal, node_addrs if (detector or masq_all) else {client.v4},
-                           what=what + " outside->ClusterIP")
-            for host, port in ((NODE_V4, np), (vip, 80)):
-                if name == "svc2":
-                    # eTP=Local: pods short-circuit to all endpoints with their source, but only
-                    # with a detector; without one they are treated as outside traffic.
-                    if detector:
-                        expect_answers(cli, host, port, both, {pod.v4}, what=what + " pod->external (short-circuit)")
+        for fam in ("v4", "v6"):
+            v6 = fam == "v6"
+            node_src = {NODE_V6, netlab.NODE_V6_SECONDARY} if v6 else {NODE_V4}  # the node's own choice
+            pod_src, client_src = getattr(pod, fam), getattr(client, fam)
+            for i, name in enumerate(("svc1", "svc2", "svc3")):
+                both, loc = {getattr(local[name], fam), getattr(remote[name], fam)}, {getattr(local[name], fam)}
+                cip = f"fd00:10:96::{41 + i}" if v6 else f"10.96.0.{41 + i}"
+                vip = f"2001:db8:5::{10 + i}" if v6 else f"198.51.100.{10 + i}"
+                np, node_ip = 30001 + i, NODE_V6 if v6 else NODE_V4
+                what = f"[{variant} {fam}] {name}"
+                internal = loc if name == "svc3" else both
+                # ClusterIP: pods keep their source unless masquerade-all; node and outside are
+                # masqueraded only when a detector can tell them apart (or masquerade-all).
+                expect_answers(cli, cip, 80, internal, node_addrs if masq_all else {pod_src}, what=what + " pod->ClusterIP")
+                expect_answers(node, cip, 80, internal, node_addrs if (detector or masq_all) else node_src,
+                               what=what + " node->ClusterIP")
+                expect_answers(ext, cip, 80, internal, node_addrs if (detector or masq_all) else {client_src},
+                               what=what + " outside->ClusterIP")
+                for host, port in ((node_ip, np), (vip, 80)):
+                    if name == "svc2":
+                        # eTP=Local: pods short-circuit to all endpoints with their source, but only
+                        # with a detector; without one they are treated as outside traffic.
+                        if detector:
+                            expect_answers(cli, host, port, both, {pod_src}, what=what + " pod->external (short-circuit)")
+                        else:
+                            expect_answers(cli, host, port, loc, {pod_src}, n=6, what=what + " pod->external (no detector)")
+                        expect_answers(ext, host, port, loc, {client_src}, n=6, what=what + " outside->external")
                     else:
-                        expect_answers(cli, host, port, loc, {pod.v4}, n=6, what=what + " pod->external (no detector)")
-                    expect_answers(ext, host, port, loc, {client.v4}, n=6, what=what + " outside->external")
-                else:
-                    expect_answers(cli, host, port, both, node_addrs, what=what + " pod->external")
-                    expect_answers(ext, host, port, both, node_addrs, what=what + " outside->external")
-                expect_answers(node, host, port, both, node_addrs, what=what + " node->external")
+                        expect_answers(cli, host, port, both, node_addrs, what=what + " pod->external")
+                        expect_answers(ext, host, port, both, node_addrs, what=what + " outside->external")
+                    expect_answers(node, host, port, both, node_addrs, what=what + " node->external")
 
 
 def test_internal_traffic_policy(lab):

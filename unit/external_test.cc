@@ -547,3 +547,33 @@ TEST_CASE("health-check node ports: eTP=Local LoadBalancers only, local ready en
   st.deleteService("ns1", "hc");
   CHECK(render::healthCheckNodePorts(st, cfg).at(30000).name == "dup");
 }
+
+TEST_CASE("restart: local- ranges are adopted too, so an external state reconciles to nothing") {
+  FakePipeline p(cfgA());
+  p.renderer.setHostAddresses(hostA());
+  state::ClusterState st;
+  st.setNode(nodeA());
+  st.upsertService(lbService("etp", "172.30.0.41", 3001, "Local"));
+  st.upsertSlice(remoteAndLocal("etp"));
+  st.upsertService(lbService("itp", "172.30.0.42", 3002, "Cluster", "Local"));
+  st.upsertSlice(slice("ns1", "itp-1", "itp", {epPort("p80", 80)},
+                       {{"10.180.0.7", true, true, false, "node-a"}, {"10.180.0.8", true, true, false, "node-a"}}));
+  // Grow a local set past its first range, so its slot is no longer where a fresh render puts it.
+  p.sync(st);
+  st.upsertSlice(slice("ns1", "etp-1", "etp", {epPort("p80", 80)},
+                       {{"10.180.0.1", true, true, false, "node-b"}, {"10.180.2.1", true, true, false, "node-a"},
+                        {"10.180.2.2", true, true, false, "node-a"}, {"10.180.2.3", true, true, false, "node-a"},
+                        {"10.180.2.4", true, true, false, "node-a"}, {"10.180.2.5", true, true, false, "node-a"}}));
+  p.sync(st);
+  std::vector<nft::ListedTable> listed(2);
+  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
+  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  render::Renderer fresh(cfgA());
+  fresh.setHostAddresses(hostA());
+  fresh.adoptSlots(listed);
+  // Every range where it was (the free list of the outgrown range is not in the kernel to adopt).
+  CHECK(fresh.slots().slots() == p.renderer.slots().slots());
+  auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
+  CHECK_FALSE(plan.needsFull);
+  CHECK(plan.txn.empty());
+}
