@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
 
   bool dirty = true;
   auto lastSync = Clock::time_point{};
+  auto lastAddressRead = Clock::now();  // read once before the loop (above)
   auto nextForced = Clock::now();
   auto backoff = std::chrono::nanoseconds(0);
   for (;;) {
@@ -153,8 +154,12 @@ int main(int argc, char** argv) {
     due = std::min(due, nextForced);
     if (now >= due) {
       lastSync = now;
-      // Addresses come and go without a manifest change; the periodic sync picks them up.
-      renderer.setHostAddresses(kpn::net::readHostAddresses());
+      // Addresses come and go without a manifest change: re-read them (getifaddrs and the route
+      // tables, which can be long on a node with a route per pod) at most once a second.
+      if (now - lastAddressRead >= std::chrono::seconds(1)) {
+        renderer.setHostAddresses(kpn::net::readHostAddresses());
+        lastAddressRead = now;
+      }
       kpn::sync::SyncStats s = syncer.sync(state);
       if (s.ok) {
         dirty = false;
