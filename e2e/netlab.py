@@ -24,6 +24,7 @@ import contextlib
 import ipaddress
 import itertools
 import json
+import math
 import os
 import re
 import select
@@ -787,9 +788,18 @@ def _close_all_labs():
 
 # ---- small assertion helpers ---------------------------------------------------------------------
 
+def connections_to_see_all(k, miss=1e-5):
+    """How many random picks among k endpoints make "one was never picked" rarer than `miss`."""
+    if k < 2:
+        return 1
+    return math.ceil(math.log(k / miss) / math.log(k / (k - 1)))
+
+
 def expect_answers(agent, host, port, endpoints, sources, n=16, proto="tcp", bind=None, what=""):
     """n new connections to host:port all answered, by exactly the addresses `endpoints` (each one
-    at least once), every one of which saw a source address in `sources`."""
+    at least once), every one of which saw a source address in `sources`. With several endpoints
+    n is raised so that missing one by chance stays below 1e-5 (18 for two, 32 for three)."""
+    n = max(n, connections_to_see_all(len(set(endpoints))))
     res = agent.many(proto, host, port, n, bind=bind, timeout=2.0)
     own, peers, errs = answers(res)
     label = (what + ": " if what else "") + f"{proto} {host}:{port}" + (f" from {bind}" if bind else "")
