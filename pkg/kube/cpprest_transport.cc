@@ -54,9 +54,17 @@ class CpprestTransport final : public Transport {
       }
       auto buf = resp.body().streambuf();
       std::vector<char> chunk(64 * 1024);
+      using Traits = decltype(buf)::traits;
       for (;;) {
-        // getn returns what has arrived (at least one byte), or 0 at the end of the body.
-        size_t n = buf.getn(reinterpret_cast<uint8_t*>(chunk.data()), chunk.size()).get();
+        // getn(n) waits until n bytes are there, which could hold an event back for minutes on a
+        // quiet watch: wait for one byte with getc (it does not consume it), then take exactly
+        // what has arrived.
+        size_t avail = buf.in_avail();
+        if (avail == 0) {
+          if (buf.getc().get() == Traits::eof()) return;  // the body ended cleanly
+          continue;
+        }
+        size_t n = buf.getn(reinterpret_cast<uint8_t*>(chunk.data()), std::min(avail, chunk.size())).get();
         if (n == 0) return;
         if (!onData(std::string_view(chunk.data(), n))) {
           // The consumer is done with this stream (it will relist or stop): drop the connection
