@@ -427,6 +427,10 @@ class Server(http.server.ThreadingHTTPServer):
         super().server_bind()
 
     def finish_request(self, request, client_address):
+        try:
+            request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
         if self.ssl_ctx:
             request.settimeout(10)
             try:
@@ -596,9 +600,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, str(v))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        # headers and body in one write
+        self._headers_buffer.append(b"\r\n" + (data if self.command != "HEAD" else b""))
+        self.flush_headers()
         self._status = code
 
     def _log(self, code):
@@ -1020,9 +1024,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         bookmarks = self.q.get("allowWatchBookmarks") in ("true", "1")
         initial = self.q.get("sendInitialEvents") in ("true", "1")
         try:
-            timeout = float(self.q.get("timeoutSeconds") or srv.args.watch_timeout)
+            timeout = float(self.q.get("timeoutSeconds") or 0)
         except ValueError:
             raise ApiError(400, "BadRequest", "invalid timeoutSeconds")
+        if timeout <= 0:
+            timeout = srv.args.watch_timeout
         kind, apiv = RESOURCES[res][2], api_version(res)
         w = Watcher(filt)
         expired = False
@@ -1082,6 +1088,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         next_bm = time.monotonic() + k.bookmark_interval if bookmarks else None
         pending = b""
         rnd = random.Random()
+        paused = 0
         while True:
             if pending and w.q.empty():
                 self._chunk(pending)
@@ -1117,9 +1124,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     cuts = sorted(rnd.sample(range(1, len(pending)), min(3, len(pending) - 1)))
                     pieces = [pending[a:b] for a, b in zip([0] + cuts, cuts + [len(pending)])]
                     keep = pieces.pop() if (rnd.random() < 0.5 and not w.q.empty()) else b""
-                    for p in pieces:
+                    for i, p in enumerate(pieces):
                         self._chunk(p)
-                        time.sleep(0.003)
+                        if i == 0 and paused < 20:  # so the pieces arrive in separate reads
+                            paused += 1
+                            time.sleep(0.002)
                     pending = keep
                 elif len(pending) > 65536:
                     self._chunk(pending)
@@ -1138,8 +1147,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             elif item == "disconnect":
-                if pending and arg:  # arg: half of the pending data, then reset
-                    self._chunk(pending[:len(pending) // 2])
+                if pending:
+                    self._chunk(pending)
+                if arg:  # midevent: the first half of an event, then the reset
+                    with store.lock:
+                        half = json.dumps({"type": "BOOKMARK", "object": {
+                            "kind": kind, "apiVersion": apiv,
+                            "metadata": {"resourceVersion": str(store.rv)}}}).encode()
+                    self._chunk(half[:len(half) // 2])
                 self._reset()
                 return
 

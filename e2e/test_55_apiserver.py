@@ -181,6 +181,13 @@ def test_watch_resume_after_restart_and_kill9(api):
     w = RawWatch(api, f"{SVC}?watch=true&resourceVersion=0")
     assert sorted(evs(w.events(3))) == [("ADDED", "b"), ("ADDED", "c"), ("ADDED", "d")]
     w.close()
+    # a streaming list (sendInitialEvents): ADDED..., then the initial-events-end bookmark
+    w = RawWatch(api, f"{SVC}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+                      f"&resourceVersionMatch=NotOlderThan")
+    got = w.events(4, skip_bookmarks=False)
+    assert [e["type"] for e in got] == ["ADDED"] * 3 + ["BOOKMARK"]
+    assert got[3]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    w.close()
 
 
 def test_watch_expired_gives_410(api):
@@ -300,9 +307,16 @@ def test_fail_hang_disconnect(api):
     assert api.http("GET", SVC)[0] == 200 and time.monotonic() - t < 0.4
 
     w = RawWatch(api, f"{SVC}?watch=true&resourceVersion=")
-    api.wait_watches(1)
-    assert api.disconnect() == 1
+    w2 = RawWatch(api, f"{SVC}?watch=true&resourceVersion=")
+    api.wait_watches(2)
+    assert api.disconnect() == 2
     assert w.next_event() is None and w.reset and not w.ended
+    w.close()
+    w2.close()
+    w = RawWatch(api, f"{SVC}?watch=true&resourceVersion=")
+    api.wait_watches(1)
+    api.disconnect(midevent=True)  # half an event, then the reset
+    assert w.next_event() is None and w.reset and w.chunks[-1].startswith(b'{"type": "BOOKM')
     w.close()
     assert [r["status"] for r in api.requests()][:5] == [429, 429, 200, 200, 500]
 
