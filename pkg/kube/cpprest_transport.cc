@@ -39,8 +39,21 @@ class CpprestTransport final : public Transport {
 
   HttpResult get(const std::string& target) override {
     HttpResult r;
-    send(*requests_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source&) {
-      r.body = resp.extract_utf8string(true).get();
+    send(*requests_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
+      auto length = resp.headers().content_length();
+      if (length > 0 && length <= kMaxBody) r.body.reserve(length);
+      readBody(resp, [&](std::string_view data) {
+        if (r.body.size() + data.size() > kMaxBody) {
+          r.error = "response body larger than " + std::to_string(kMaxBody >> 20) + " MiB; not reading it";
+          r.status = 0;
+          r.body.clear();
+          r.body.shrink_to_fit();
+          self.cancel();
+          return false;
+        }
+        r.body.append(data);
+        return true;
+      });
     });
     return r;
   }
@@ -52,27 +65,13 @@ class CpprestTransport final : public Transport {
         r.body = resp.extract_utf8string(true).get();
         return;
       }
-      auto buf = resp.body().streambuf();
-      std::vector<char> chunk(64 * 1024);
-      using Traits = decltype(buf)::traits;
-      for (;;) {
-        // getn(n) waits until n bytes are there, which could hold an event back for minutes on a
-        // quiet watch: wait for one byte with getc (it does not consume it), then take exactly
-        // what has arrived.
-        size_t avail = buf.in_avail();
-        if (avail == 0) {
-          if (buf.getc().get() == Traits::eof()) return;  // the body ended cleanly
-          continue;
-        }
-        size_t n = buf.getn(reinterpret_cast<uint8_t*>(chunk.data()), std::min(avail, chunk.size())).get();
-        if (n == 0) return;
-        if (!onData(std::string_view(chunk.data(), n))) {
-          // The consumer is done with this stream (it will relist or stop): drop the connection
-          // rather than let cpprest buffer the rest of it.
-          self.cancel();
-          return;
-        }
-      }
+      readBody(resp, [&](std::string_view data) {
+        if (onData(data)) return true;
+        // The consumer is done with this stream (it will relist or stop): drop the connection
+        // rather than let cpprest buffer the rest of it.
+        self.cancel();
+        return false;
+      });
     });
     return r;
   }
@@ -89,6 +88,30 @@ class CpprestTransport final : public Transport {
   std::string server() const override { return cfg_.server; }
 
  private:
+  // A list bigger than this is refused rather than risking the node's memory (10k services with
+  // 10k EndpointSlices of 10 endpoints are ~30 MiB).
+  static constexpr size_t kMaxBody = size_t(1) << 30;
+
+  // Hands the body to onData as it arrives, until it ends or onData returns false.
+  template <class OnData>
+  static void readBody(http::http_response& resp, OnData&& onData) {
+    auto buf = resp.body().streambuf();
+    using Traits = decltype(buf)::traits;
+    std::vector<char> chunk(64 * 1024);
+    for (;;) {
+      // getn(n) waits until n bytes are there, which could hold an event back for minutes on a
+      // quiet watch: wait for one byte with getc (it does not consume it), then take exactly
+      // what has arrived.
+      size_t avail = buf.in_avail();
+      if (avail == 0) {
+        if (buf.getc().get() == Traits::eof()) return;  // the body ended cleanly
+        continue;
+      }
+      size_t n = buf.getn(reinterpret_cast<uint8_t*>(chunk.data()), std::min(avail, chunk.size())).get();
+      if (n == 0 || !onData(std::string_view(chunk.data(), n))) return;
+    }
+  }
+
   client::http_client_config clientConfig(std::chrono::seconds timeout) const {
     client::http_client_config c;
     c.set_timeout(timeout);
