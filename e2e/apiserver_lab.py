@@ -544,7 +544,8 @@ class ApiServer:
     def http(self, method, path, body=None, token=None, client_cert=False, ctx=None,
              headers=None, timeout=10.0):
         """One request over TCP (a server in the test process's namespace only, ns=None) with
-        the daemon's token (token=False: none). -> (status, headers dict, parsed JSON or text)."""
+        the daemon's token (token=False: none). -> (status, headers dict, parsed JSON, else
+        text, else bytes)."""
         if self.tls:
             conn = http.client.HTTPSConnection(
                 self.bind, self.port, timeout=timeout,
@@ -568,8 +569,11 @@ class ApiServer:
             conn.close()
         try:
             parsed = json.loads(raw)
-        except ValueError:
-            parsed = raw.decode(errors="replace")
+        except ValueError:  # (UnicodeDecodeError too) text, or bytes when not UTF-8
+            try:
+                parsed = raw.decode()
+            except UnicodeDecodeError:
+                parsed = raw
         return r.status, {k.lower(): v for k, v in r.getheaders()}, parsed
 
 

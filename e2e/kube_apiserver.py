@@ -16,6 +16,7 @@ Prints `listening on https://127.0.0.1:PORT` once it accepts connections.
 import argparse
 import base64
 import copy
+import gzip
 import http.server
 import ipaddress
 import json
@@ -47,6 +48,9 @@ RESOURCES = {
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 SINGULAR = {"services": "service", "nodes": "node", "namespaces": "namespace",
             "endpointslices": "endpointslice", "servicecidrs": "servicecidr"}
+
+
+GZIP_MIN = 128 * 1024  # responses this large are gzipped for a client that accepts it
 
 
 def api_version(res):
@@ -359,6 +363,7 @@ class Knobs:
         self.chunk_split = 0.0          # probability that an event is split over several chunks
         self.bookmark_interval = 1.0
         self.watch_expired_http = False  # 410 as the HTTP status instead of an ERROR event
+        self.gzip = True                 # gzip large responses for Accept-Encoding: gzip
         self.fail = None                 # {"code", "count", "match", "retry_after"}
         self.hang = None                 # {"until", "count", "match", "then"}
         self.lock = threading.Lock()
@@ -597,6 +602,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._log(code)
         self.send_response(code)
         self.send_header("Content-Type", ctype)
+        if len(data) > GZIP_MIN and self.server.knobs.gzip and \
+                "gzip" in self.headers.get("Accept-Encoding", ""):
+            data = gzip.compress(data, 1)  # what the real server does for large responses
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, str(v))
@@ -1249,13 +1258,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             k.page_size = int(args.get("size", 0))
             return self._send(200, {})
         if action == "set":
-            for name in ("page_rv0", "page_size", "chunk_split", "bookmark_interval",
-                         "watch_expired_http"):
+            names = ("page_rv0", "page_size", "chunk_split", "bookmark_interval",
+                     "watch_expired_http", "gzip")
+            for name in names:
                 if name in args:
                     setattr(k, name, type(getattr(k, name))(args[name]))
-            return self._send(200, {n: getattr(k, n) for n in (
-                "page_rv0", "page_size", "chunk_split", "bookmark_interval",
-                "watch_expired_http")})
+            return self._send(200, {n: getattr(k, n) for n in names})
         if action in ("put", "remove"):
             return self._send(200, {"resourceVersion": self._admin_write(action, args)})
         raise ApiError(404, "NotFound", f"unknown admin action {action!r}")

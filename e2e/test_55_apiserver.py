@@ -1,5 +1,7 @@
 """Self-tests of the test Kubernetes API server (kube_apiserver.py + apiserver_lab.py): raw
 HTTPS requests, watches read chunk by chunk, and kubectl. No daemon needed."""
+import gzip
+import json
 import os
 import ssl
 import time
@@ -129,6 +131,14 @@ def test_list_paging_and_rv0(api):
     assert names(p2["items"] + p3["items"]) == ["s3", "s4", "s5", "s6"]
     assert "continue" not in p3["metadata"]
     assert p3["metadata"]["resourceVersion"] == p1["metadata"]["resourceVersion"]
+
+    # a large response is gzipped for a client that accepts it
+    api.put([svc(f"big{i}", f"10.96.3.{i}") for i in range(250)])
+    st, hdr, raw = api.http("GET", SVC, headers={"Accept-Encoding": "gzip"})
+    assert st == 200 and hdr.get("content-encoding") == "gzip"
+    assert len(json.loads(gzip.decompress(raw))["items"]) == 256
+    assert "content-encoding" not in api.http("GET", SVC)[1]
+    api.remove([svc(f"big{i}", "") for i in range(250)])
 
     # resourceVersion=0 is served from the "watch cache": no paging unless page_rv0
     st, _, all0 = api.http("GET", SVC + "?limit=2&resourceVersion=0")
