@@ -38,6 +38,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import gen_state  # noqa: E402
 import gen_upstream  # noqa: E402
+import api_bench  # noqa: E402
 
 SYNC_RE = re.compile(r"sync done full=(\d+) ops=(\d+) render_ms=([0-9.]+) diff_ms=([0-9.]+) "
                      r"commit_ms=([0-9.]+)")
@@ -126,7 +127,8 @@ class SyncTimeout(Exception):
 class Daemon:
     def __init__(self, binary, manifests, netns, log_path, extra_args=()):
         self.binary, self.manifests, self.netns, self.log_path = binary, manifests, netns, log_path
-        self.args = ["ip", "netns", "exec", netns, binary, "--manifests=" + manifests,
+        source = ["--manifests=" + manifests] if manifests else []  # None: extra_args name it
+        self.args = ["ip", "netns", "exec", netns, binary, *source,
                      "--hostname-override=" + gen_state.NODE_NAME, "--cluster-cidr=10.244.0.0/16",
                      "--min-sync-period=0s", "--v=2", "--logtostderr"] + list(extra_args)
         self.events = queue.Queue()
@@ -651,6 +653,8 @@ def report(b, labels):
                 % (up_label, R["ratios"]["upstream_over_ours_sync"], ours["sync_ms"],
                    R["ratios"]["upstream_over_ours_wall"], ours["wall_ms"]))
 
+    api_bench.report_api(R, say, table, fmt)
+
     # Targets
     say("")
     say("== Targets (medians) ==")
@@ -672,6 +676,7 @@ def report(b, labels):
     target("endpoint removed, sync median", km("ep_remove"), 25.0, "ms")
     target("endpoint swapped, sync median", km("ep_swap"), 15.0, "ms")
     target("daemon RSS after settle at %s" % big, g(big, "rss_mib"), 100.0, "MiB")
+    api_bench.api_targets(R, target)
     R["targets"] = T
     rows = [[t["name"], fmt(t["value"], 3 if t["unit"] == "s" else 1) + " " + t["unit"],
              "<= %g %s" % (t["limit"], t["unit"]),
@@ -763,6 +768,9 @@ def main():
         b.cold_phase(l2, n2, e2, max(0, a.repeat_big - 1), d2)
         b.change_phase(l2, st2, d2)
         shutil.rmtree(d2, ignore_errors=True)
+
+        say("-- %s: the API source (test API server over HTTPS)" % l2)
+        api_bench.run_api_phase(b, l2, n2, e2, a.changes, netns_create, netns_delete, Daemon, say)
 
         say("-- %s: cold syncs" % l3)
         st3, d3 = b.gen(l3, n3, e3, a.probes)
