@@ -429,7 +429,11 @@ class Server(http.server.ThreadingHTTPServer):
     def server_bind(self):
         if self.address_family == socket.AF_INET6:
             self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        super().server_bind()
+        # Not HTTPServer.server_bind: it resolves the bound address with getfqdn, a reverse DNS
+        # query that hangs for seconds in a test namespace routed to a black hole.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = host, port
 
     def finish_request(self, request, client_address):
         try:

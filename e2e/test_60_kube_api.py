@@ -212,8 +212,9 @@ def test_kubeconfig_with_client_certificate_works(lab, inline):
     assert reqs and all(r["auth"] == "cert" and r.get("cn") == CLIENT_CN and not r.get("token") for r in reqs), reqs[:3]
 
 
-def test_in_cluster_environment_works(lab):
-    api = ApiServer(lab)
+@pytest.mark.parametrize("bind", ["127.0.0.1", "::1"], ids=["ipv4", "ipv6-bracketed"])
+def test_in_cluster_environment_works(lab, bind):
+    api = ApiServer(lab, bind=bind)  # KUBERNETES_SERVICE_HOST=::1 must become https://[::1]:port
     client = lab.add_pod("client")
     (a,) = lab.add_backends(1, tcp=[8080], udp=[])
     api.create([node_object()] + web("web", "10.96.6.1", [a]))

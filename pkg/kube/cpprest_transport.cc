@@ -28,13 +28,25 @@ void initThreadPoolOnce() {
   std::call_once(once, [] { crossplat::threadpool::initialize_with_threads(4); });
 }
 
+// cpprest resolves an IPv6 literal host with its brackets ("[fd00::1]"), which fails; a uri
+// built with the bare address resolves, and still verifies the certificate against the IP.
+web::uri baseUri(const std::string& server) {
+  web::uri u(server);
+  const std::string& host = u.host();
+  if (host.size() < 2 || host.front() != '[') return u;
+  web::uri_builder b(u);
+  b.set_host(host.substr(1, host.size() - 2));
+  return b.to_uri();
+}
+
 class CpprestTransport final : public Transport {
  public:
   CpprestTransport(const ClientConfig& cfg, TransportTimeouts t)
       : cfg_(cfg), tokens_(cfg.token, cfg.tokenFile), limiter_(cfg.qps, cfg.burst) {
     initThreadPoolOnce();
-    requests_ = std::make_unique<client::http_client>(cfg.server, clientConfig(t.request));
-    watches_ = std::make_unique<client::http_client>(cfg.server, clientConfig(t.watch));
+    web::uri base = baseUri(cfg.server);
+    requests_ = std::make_unique<client::http_client>(base, clientConfig(t.request));
+    watches_ = std::make_unique<client::http_client>(base, clientConfig(t.watch));
   }
 
   HttpResult get(const std::string& target) override {
