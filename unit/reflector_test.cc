@@ -267,7 +267,8 @@ TEST_CASE("API source: not synced until all three resources listed; deltas land 
     CHECK_FALSE(src.hasSynced());
     src.start();
     // The node list answers 404 in this script: the source must not claim to be synced.
-    for (int i = 0; i < 50 && st.services.empty(); i++) {
+    // Both lists arrive on their own threads, in either order.
+    for (int i = 0; i < 100 && (st.services.empty() || st.slicesByService.empty()); i++) {
       pollfd p{src.fd(), POLLIN, 0};
       poll(&p, 1, 20);
       src.processEvents();
