@@ -41,7 +41,7 @@ import gen_upstream  # noqa: E402
 import api_bench  # noqa: E402
 
 SYNC_RE = re.compile(r"sync done full=(\d+) ops=(\d+) render_ms=([0-9.]+) diff_ms=([0-9.]+) "
-                     r"commit_ms=([0-9.]+)")
+                     r"commit_ms=([0-9.]+)(?: after_ms=([0-9.]+))?")
 MiB = 1024.0 * 1024.0
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +157,9 @@ class Daemon:
             if m:
                 self.events.put({"t": t, "full": int(m.group(1)), "ops": int(m.group(2)),
                                  "render_ms": float(m.group(3)), "diff_ms": float(m.group(4)),
-                                 "commit_ms": float(m.group(5))})
+                                 "commit_ms": float(m.group(5)),
+                                 # bookkeeping after the commit, before the line was written
+                                 "after_ms": float(m.group(6) or 0)})
         self.events.put({"t": time.monotonic(), "eof": True})
 
     def pid_is_daemon(self):
