@@ -97,9 +97,16 @@ Reflector::Outcome Reflector::list() {
   std::vector<Delta> deltas;
   std::string cont, listRv;
   int restarts = 0;
+  double requestMs = 0, decodeMs = 0;
+  auto ms = [](Clock::time_point since) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+  };
   for (;;) {
     if (stopping()) return Outcome::Stopped;
+    auto t0 = Clock::now();
     HttpResult r = transport_.get(listTarget(consistent, cont));
+    requestMs += ms(t0);
+    auto t1 = Clock::now();
     if (r.status == 410 && !cont.empty() && restarts++ < 3) {
       // The continue token outlived its snapshot: start again from a fresh, consistent one.
       LOG(INFO) << spec_.kind << " list: continue token expired; listing again";
@@ -137,6 +144,7 @@ Reflector::Outcome Reflector::list() {
       }
       deltas.push_back({false, item.key, std::move(item.object)});
     }
+    decodeMs += ms(t1);
     if (page.continueToken.empty()) break;
     cont = page.continueToken;
   }
@@ -152,7 +160,8 @@ Reflector::Outcome Reflector::list() {
   needList_ = false;
   stats_.lists++;
   VLOG(1) << spec_.kind << " listed: " << known_.size() << " objects at resourceVersion " << rv_ << ", "
-          << deltas.size() - deletes << " changed, " << deletes << " gone";
+          << deltas.size() - deletes << " changed, " << deletes << " gone (request " << requestMs << " ms, decode "
+          << decodeMs << " ms)";
   sink_(std::move(deltas), true);
   listedOnce_ = true;
   return Outcome::Ok;
