@@ -20,23 +20,9 @@ std::string body(const std::string& ns, const std::string& name, int n, bool hea
 
 // A socket of "another program" holding ip:port.
 source::UniqueFd occupy(const std::string& ip, int port) {
-  bool v6 = ip.find(':') != std::string::npos;
-  source::UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_storage ss{};
-  socklen_t len;
-  if (v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET6, ip.c_str(), &a->sin6_addr);
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET, ip.c_str(), &a->sin_addr);
-    len = sizeof *a;
-  }
+  sockaddr_storage ss;
+  socklen_t len = socketAddress(ip, port, &ss);
+  source::UniqueFd fd(::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) == 0);
   REQUIRE(::listen(fd.get(), 1) == 0);
   return fd;

@@ -31,28 +31,31 @@ struct HttpReply {
   }
 };
 
+// Fills *ss with ip:port (an IPv4 or IPv6 literal) and returns its length.
+inline socklen_t socketAddress(const std::string& ip, int port, sockaddr_storage* ss) {
+  *ss = {};
+  if (ip.find(':') == std::string::npos) {
+    auto* a = reinterpret_cast<sockaddr_in*>(ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, ip.c_str(), &a->sin_addr);
+    return sizeof *a;
+  }
+  auto* a = reinterpret_cast<sockaddr_in6*>(ss);
+  a->sin6_family = AF_INET6;
+  a->sin6_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET6, ip.c_str(), &a->sin6_addr);
+  return sizeof *a;
+}
+
 class HttpConnection {
  public:
   // Connects to ip:port (an IPv4 or IPv6 literal). On failure the result is not connected() and
   // error() holds the errno (ECONNREFUSED when nothing listens).
   HttpConnection(const std::string& ip, int port) {
     sockaddr_storage ss{};
-    socklen_t len = 0;
-    int family = ip.find(':') == std::string::npos ? AF_INET : AF_INET6;
-    if (family == AF_INET) {
-      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-      a->sin_family = AF_INET;
-      a->sin_port = htons(static_cast<uint16_t>(port));
-      inet_pton(AF_INET, ip.c_str(), &a->sin_addr);
-      len = sizeof *a;
-    } else {
-      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-      a->sin6_family = AF_INET6;
-      a->sin6_port = htons(static_cast<uint16_t>(port));
-      inet_pton(AF_INET6, ip.c_str(), &a->sin6_addr);
-      len = sizeof *a;
-    }
-    fd_.reset(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    socklen_t len = socketAddress(ip, port, &ss);
+    fd_.reset(::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     timeval tv{2, 0};
     setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -78,24 +81,24 @@ class HttpConnection {
   }
 
   // One whole reply (Content-Length framed); nullopt when the connection ends or times out first.
-  // With head=true the reply has no body whatever its Content-Length says.
+  // With head=true (the reply to a HEAD) there is no body whatever Content-Length says.
   std::optional<HttpReply> readReply(bool head = false) {
     size_t end;
     while ((end = buf_.find("\r\n\r\n")) == std::string::npos)
       if (!fill()) return std::nullopt;
     HttpReply r;
-    std::string head_ = buf_.substr(0, end);
+    std::string headText = buf_.substr(0, end);
     buf_.erase(0, end + 4);
-    size_t lineEnd = head_.find("\r\n");
-    std::string statusLine = head_.substr(0, lineEnd);
+    size_t lineEnd = headText.find("\r\n");
+    std::string statusLine = headText.substr(0, lineEnd);
     auto sp = statusLine.find(' ');
     if (sp == std::string::npos) return std::nullopt;
     r.status = std::atoi(statusLine.c_str() + sp + 1);
-    size_t pos = lineEnd == std::string::npos ? head_.size() : lineEnd + 2;
-    while (pos < head_.size()) {
-      size_t e = head_.find("\r\n", pos);
-      if (e == std::string::npos) e = head_.size();
-      std::string line = head_.substr(pos, e - pos);
+    size_t pos = lineEnd == std::string::npos ? headText.size() : lineEnd + 2;
+    while (pos < headText.size()) {
+      size_t e = headText.find("\r\n", pos);
+      if (e == std::string::npos) e = headText.size();
+      std::string line = headText.substr(pos, e - pos);
       auto colon = line.find(':');
       if (colon != std::string::npos) {
         std::string name = line.substr(0, colon);
@@ -113,7 +116,7 @@ class HttpConnection {
     return r;
   }
 
-  // True when the server closed the connection (EOF or reset) before `seconds` passed.
+  // True when the server closes the connection (EOF or reset) within the two-second read timeout.
   bool closedByPeer() {
     char c;
     ssize_t n = ::recv(fd_.get(), &c, 1, 0);
