@@ -312,7 +312,9 @@ TEST_CASE("http server: measure throughput, threads and fds" * doctest::skip()) 
       while (fgets(line, sizeof line, p)) out += line;
       pclose(p);
     }
-    MESSAGE(cmd << "\n" << out << "after wrk: " << snapshot());
+    std::string right = snapshot();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server reads the clients' FINs
+    MESSAGE(cmd << "\n" << out << "as wrk exits: " << right << "; 200 ms later: " << snapshot());
   }
   s.reset();
   MESSAGE("server destroyed: " << snapshot());

@@ -249,7 +249,7 @@ void Listener::accept() {
   acceptor.async_accept([self = shared_from_this()](ErrorCode ec, tcp::socket socket) {
     if (self->closed) return;
     if (ec) {
-      LOG(WARNING) << "http " << self->name << ": accept: " << ec.message();
+      LOG_EVERY_N(WARNING, 50) << "http " << self->name << ": accept: " << ec.message();
       self->retry.expires_after(std::chrono::milliseconds(100));
       self->retry.async_wait([self](const ErrorCode& e) {
         if (!e && !self->closed) self->accept();
