@@ -3,7 +3,8 @@ CXX      ?= g++
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 CPPFLAGS += -I.
-LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -pthread
+# cpprest needs -lssl -lcrypto spelled out (its TLS code is inlined into our objects).
+LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -pthread
 
 BUILD    := build
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
@@ -17,7 +18,8 @@ UNIT_BIN := $(BUILD)/unit-tests
 
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
-            libgflags-dev doctest-dev libyaml-cpp-dev iproute2 conntrack python3 python3-pytest procps
+            libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
+            python3 python3-pytest procps
 
 .PHONY: all deps test unit e2e demo bench clean
 all: $(BIN)

@@ -42,9 +42,10 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import gen_state  # noqa: E402
 import gen_upstream  # noqa: E402
+import api_bench  # noqa: E402
 
 SYNC_RE = re.compile(r"sync done full=(\d+) ops=(\d+) render_ms=([0-9.]+) diff_ms=([0-9.]+) "
-                     r"commit_ms=([0-9.]+)")
+                     r"commit_ms=([0-9.]+)(?: after_ms=([0-9.]+))?")
 MiB = 1024.0 * 1024.0
 
 # ---------------------------------------------------------------------------------------------
@@ -130,7 +131,8 @@ class SyncTimeout(Exception):
 class Daemon:
     def __init__(self, binary, manifests, netns, log_path, extra_args=()):
         self.binary, self.manifests, self.netns, self.log_path = binary, manifests, netns, log_path
-        self.args = ["ip", "netns", "exec", netns, binary, "--manifests=" + manifests,
+        source = ["--manifests=" + manifests] if manifests else []  # None: extra_args name it
+        self.args = ["ip", "netns", "exec", netns, binary, *source,
                      "--hostname-override=" + gen_state.NODE_NAME, "--cluster-cidr=10.244.0.0/16",
                      "--min-sync-period=0s", "--v=2", "--logtostderr"] + list(extra_args)
         self.events = queue.Queue()
@@ -159,7 +161,9 @@ class Daemon:
             if m:
                 self.events.put({"t": t, "full": int(m.group(1)), "ops": int(m.group(2)),
                                  "render_ms": float(m.group(3)), "diff_ms": float(m.group(4)),
-                                 "commit_ms": float(m.group(5))})
+                                 "commit_ms": float(m.group(5)),
+                                 # bookkeeping after the commit, before the line was written
+                                 "after_ms": float(m.group(6) or 0)})
         self.events.put({"t": time.monotonic(), "eof": True})
 
     def pid_is_daemon(self):
@@ -746,6 +750,8 @@ def report(b, labels, extra_labels=()):
                 % (up_label, R["ratios"]["upstream_over_ours_sync"], ours["sync_ms"],
                    R["ratios"]["upstream_over_ours_wall"], ours["wall_ms"]))
 
+    api_bench.report_api(R, say, table, fmt)
+
     # Targets
     say("")
     say("== Targets (medians) ==")
@@ -767,6 +773,7 @@ def report(b, labels, extra_labels=()):
     target("endpoint removed, sync median", km("ep_remove"), 25.0, "ms")
     target("endpoint swapped, sync median", km("ep_swap"), 15.0, "ms")
     target("daemon RSS after settle at %s" % big, g(big, "rss_mib"), 100.0, "MiB")
+    api_bench.api_targets(R, target)
     R["targets"] = T
     rows = [[t["name"], fmt(t["value"], 3 if t["unit"] == "s" else 1) + " " + t["unit"],
              "<= %g %s" % (t["limit"], t["unit"]),
@@ -878,6 +885,9 @@ def main():
         b.change_phases(series)
         for _, _, d, _, _ in series:
             shutil.rmtree(d, ignore_errors=True)
+
+        say("-- %s: the API source (test API server over HTTPS)" % l2)
+        api_bench.run_api_phase(b, l2, n2, e2, a.changes, netns_create, netns_delete, Daemon, say)
 
         say("-- %s: cold syncs" % l3)
         st3, d3 = b.gen(l3, n3, e3, a.probes)

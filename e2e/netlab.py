@@ -395,11 +395,15 @@ class Daemon:
 
     DEFAULT_SYNC_FLAGS = ("--min-sync-period=0s", "--sync-period=30s")
 
-    def __init__(self, lab, manifests, extra_args=(), label="daemon", sync_flags=None):
+    def __init__(self, lab, manifests, extra_args=(), label="daemon", sync_flags=None, env=None):
+        """manifests: the --manifests folder, or None when extra_args name another source
+        (--kubeconfig, --master, or in-cluster through `env`)."""
         self.lab = lab
         self.label = label
+        self.env = dict(os.environ, **env) if env else None
         sync_flags = self.DEFAULT_SYNC_FLAGS if sync_flags is None else sync_flags
-        self.args = [BIN, f"--manifests={manifests}", f"--hostname-override={NODE_NAME}",
+        source = [f"--manifests={manifests}"] if manifests else []
+        self.args = [BIN, *source, f"--hostname-override={NODE_NAME}",
                      f"--cluster-cidr={CLUSTER_CIDRS}", *sync_flags,
                      "--v=2", "--logtostderr"] + list(extra_args)
         self.runs = []  # (Popen, stderr path)
@@ -415,7 +419,7 @@ class Daemon:
         with open(self.log, "w") as ferr, open(out, "w") as fout:
             self.proc = subprocess.Popen(["ip", "netns", "exec", self.lab.node] + self.args,
                                          stdin=subprocess.DEVNULL, stdout=fout, stderr=ferr,
-                                         start_new_session=True)
+                                         start_new_session=True, env=self.env)
         self.lab.procs.append(self.proc)
         self.runs.append((self.proc, self.log))
         return self
@@ -703,15 +707,16 @@ class Lab:
         self.agents.append(a)
         return a
 
-    def daemon(self, extra_args=(), label=None, sync_flags=None):
-        d = Daemon(self, self.manifests.path, extra_args, label or f"daemon{len(self.daemons) + 1}",
-                   sync_flags)
+    def daemon(self, extra_args=(), label=None, sync_flags=None, manifests=True, env=None):
+        """manifests=False: no --manifests flag (extra_args or env name the API source)."""
+        d = Daemon(self, self.manifests.path if manifests else None, extra_args,
+                   label or f"daemon{len(self.daemons) + 1}", sync_flags, env)
         self.daemons.append(d)
         return d
 
-    def start_daemon(self, extra_args=(), label=None, sync_flags=None):
+    def start_daemon(self, extra_args=(), label=None, sync_flags=None, manifests=True, env=None):
         """Start the daemon and wait for its first `sync done`."""
-        d = self.daemon(extra_args, label, sync_flags).start()
+        d = self.daemon(extra_args, label, sync_flags, manifests, env).start()
         d.wait_syncs(1)
         return d
 

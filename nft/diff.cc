@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace kpn::nft {
 
@@ -33,14 +34,15 @@ struct Phases {
   }
 };
 
-void addChainWithRules(Phases& ph, const Table& t, const Chain& c) {
+// `owner`: the Part the chain belongs to; operations point into it instead of copying.
+void addChainWithRules(Phases& ph, const Table& t, const Chain& c, const PartPtr& owner) {
   ph.addChains.addChain(t.family, t.name, c.name, c.hook);
-  for (const Rule& r : c.rules) ph.rules.addRule(t.family, t.name, c.name, r);
+  for (const Rule& r : c.rules) ph.rules.addRule(t.family, t.name, c.name, r, owner);
 }
 
-void rewriteRules(Phases& ph, const Table& t, const Chain& c) {
+void rewriteRules(Phases& ph, const Table& t, const Chain& c, const PartPtr& owner) {
   ph.flushChains.flushChain(t.family, t.name, c.name);
-  for (const Rule& r : c.rules) ph.rules.addRule(t.family, t.name, c.name, r);
+  for (const Rule& r : c.rules) ph.rules.addRule(t.family, t.name, c.name, r, owner);
 }
 
 const Table* findTable(const Ruleset& rs, const Table& like) {
@@ -49,7 +51,7 @@ const Table* findTable(const Ruleset& rs, const Table& like) {
   return nullptr;
 }
 
-const SetDecl* findDecl(const Table* t, const std::string& name) {
+const SetDecl* findDecl(const Table* t, std::string_view name) {
   if (!t) return nullptr;
   for (const SetDecl& d : t->sets)
     if (d.name == name) return &d;
@@ -68,17 +70,25 @@ bool sameDeclaration(const ListedSet& ls, const SetDecl& d) {
   return ls.keyType == d.keyType && ls.dataType == d.dataType && ls.isMap == !d.dataType.empty();
 }
 
-// Desired chains and elements of one table, flattened across owners.
+// Desired chains and elements of one table, flattened across owners; each with its Part.
+template <class T>
+struct Owned {
+  const T* item;
+  const PartPtr* part;
+  const T* operator->() const { return item; }
+  const T& operator*() const { return *item; }
+};
+// Keys are views into the Parts' own strings: flattening 220k elements copies none of them.
 struct Flat {
-  std::map<std::string, const Chain*> chains;
-  std::map<std::string, std::map<std::string, const Element*>> elements;  // set -> key json -> element
+  std::map<std::string_view, Owned<Chain>> chains;
+  std::map<std::string_view, std::map<std::string_view, Owned<Element>>> elements;  // set -> key json -> element
 };
 
 Flat flatten(const Table& t) {
   Flat f;
   for (const auto& [owner, part] : t.parts) {
-    for (const Chain& c : part->chains) f.chains.emplace(c.name, &c);
-    for (const Element& e : part->elements) f.elements[e.set].emplace(e.key.json, &e);
+    for (const Chain& c : part->chains) f.chains.emplace(c.name, Owned<Chain>{&c, &part});
+    for (const Element& e : part->elements) f.elements[e.set].emplace(e.key.json, Owned<Element>{&e, &part});
   }
   return f;
 }
@@ -96,6 +106,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
     int count = 0;
     const Element* elem = nullptr;
     const Table* table = nullptr;
+    const PartPtr* owner = nullptr;  // elem's Part
   };
   std::map<std::string, Pending> overlay;  // ordered: element operations come out grouped by set
   auto touch = [&](const Table& t, const Element& e) -> Pending& {
@@ -123,19 +134,19 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
     static const std::map<std::string, PartPtr> kNoParts;
     const auto& oldParts = ft ? ft->parts : kNoParts;
     // One owner's Parts, old and new (either may be absent): chains, rules and element counts.
-    auto diffOwner = [&](const Part* oldPart, const Part* newPart) {
+    auto diffOwner = [&](const PartPtr* oldPart, const PartPtr* newPart) {
       std::map<std::string, const Chain*> oldChains;
       if (oldPart)
-        for (const Chain& c : oldPart->chains) oldChains.emplace(c.name, &c);
+        for (const Chain& c : (*oldPart)->chains) oldChains.emplace(c.name, &c);
       if (newPart) {
-        for (const Chain& c : newPart->chains) {
+        for (const Chain& c : (*newPart)->chains) {
           auto o = oldChains.find(c.name);
           if (o == oldChains.end()) {
-            addChainWithRules(ph, tt, c);
+            addChainWithRules(ph, tt, c, *newPart);
             continue;
           }
           if (!(o->second->hook == c.hook)) plan.needsFull = true;
-          else if (o->second->rules != c.rules) rewriteRules(ph, tt, c);
+          else if (o->second->rules != c.rules) rewriteRules(ph, tt, c, *newPart);
           oldChains.erase(o);
         }
       }
@@ -144,16 +155,20 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
         ph.delChains.deleteChain(tt.family, tt.name, name);
       }
       if (oldPart)
-        for (const Element& e : oldPart->elements) {
+        for (const Element& e : (*oldPart)->elements) {
           Pending& p = touch(tt, e);
           --p.count;
-          if (!p.elem) p.elem = &e;
+          if (!p.elem) {
+            p.elem = &e;
+            p.owner = oldPart;
+          }
         }
       if (newPart)
-        for (const Element& e : newPart->elements) {
+        for (const Element& e : (*newPart)->elements) {
           Pending& p = touch(tt, e);
           ++p.count;
           p.elem = &e;
+          p.owner = newPart;
         }
     };
     auto samePart = [](const PartPtr& a, const PartPtr& b) { return a == b || *a == *b; };
@@ -165,7 +180,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
         const PartPtr* op = o == oldParts.end() ? nullptr : &o->second;
         const PartPtr* np = n == tt.parts.end() ? nullptr : &n->second;
         if (op && np && samePart(*op, *np)) continue;
-        if (op || np) diffOwner(op ? op->get() : nullptr, np ? np->get() : nullptr);
+        if (op || np) diffOwner(op, np);
       }
       continue;
     }
@@ -173,13 +188,13 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
     auto ni = tt.parts.begin();
     while (oi != oldParts.end() || ni != tt.parts.end()) {
       if (ni == tt.parts.end() || (oi != oldParts.end() && oi->first < ni->first)) {
-        diffOwner((oi++)->second.get(), nullptr);
+        diffOwner(&(oi++)->second, nullptr);
       } else if (oi == oldParts.end() || ni->first < oi->first) {
-        diffOwner(nullptr, (ni++)->second.get());
+        diffOwner(nullptr, &(ni++)->second);
       } else {
         bool same = samePart(oi->second, ni->second);
-        const Part* oldPart = (oi++)->second.get();
-        const Part* newPart = (ni++)->second.get();
+        const PartPtr* oldPart = &(oi++)->second;
+        const PartPtr* newPart = &(ni++)->second;
         if (!same) diffOwner(oldPart, newPart);
       }
     }
@@ -192,15 +207,15 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
     if (p.count > 0) {
       std::string value = p.elem->value ? p.elem->value->json : "";
       if (!had) {
-        ph.addElems.addElement(t.family, t.name, *p.elem);
+        ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
       } else if (c->second.valueJson != value) {
-        ph.delElems.deleteElement(t.family, t.name, *p.elem);
-        ph.addElems.addElement(t.family, t.name, *p.elem);
+        ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
+        ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
       }
       if (!had || c->second.count != p.count || c->second.valueJson != value)
         plan.indexDeltas.emplace_back(key, ElementRef{p.count, value});
     } else if (had) {
-      ph.delElems.deleteElement(t.family, t.name, *p.elem);
+      ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
       plan.indexDeltas.emplace_back(key, std::nullopt);
     }
   }
@@ -229,9 +244,9 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
     Flat want = flatten(tt);
     for (const auto& [name, c] : want.chains) {
       auto kc = k.chains.find(name);
-      if (kc == k.chains.end()) addChainWithRules(ph, tt, *c);
+      if (kc == k.chains.end()) addChainWithRules(ph, tt, *c, *c.part);
       else if (!(kc->second.hook == c->hook)) plan.needsFull = true;
-      else if (!sameRules(kc->second.rules, c->rules)) rewriteRules(ph, tt, *c);
+      else if (!sameRules(kc->second.rules, c->rules)) rewriteRules(ph, tt, *c, *c.part);
     }
     for (const auto& [name, kc] : k.chains) {
       if (want.chains.count(name)) continue;
@@ -246,23 +261,24 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
       }
       auto w = want.elements.find(setName);
       for (const auto& [keyJson, valueJson] : ks.elements) {
-        const Element* e = nullptr;
+        const Owned<Element>* e = nullptr;
         if (w != want.elements.end()) {
           auto we = w->second.find(keyJson);
-          if (we != w->second.end()) e = we->second;
+          if (we != w->second.end()) e = &we->second;
         }
         if (!e) ph.delElems.deleteElement(tt.family, tt.name, keyOnly(setName, keyJson));
-        else if ((e->value ? e->value->json : "") != valueJson) {
-          ph.delElems.deleteElement(tt.family, tt.name, *e);
-          ph.addElems.addElement(tt.family, tt.name, *e);
+        else if (((*e)->value ? (*e)->value->json : "") != valueJson) {
+          ph.delElems.deleteElement(tt.family, tt.name, **e, *e->part);
+          ph.addElems.addElement(tt.family, tt.name, **e, *e->part);
         }
       }
     }
     for (const auto& [setName, elems] : want.elements) {
       auto ks = k.sets.find(setName);
+      const bool emptyInKernel = ks == k.sets.end() || ks->second.elements.empty();  // a cold start
       for (const auto& [keyJson, e] : elems)
-        if (ks == k.sets.end() || !ks->second.elements.count(keyJson))
-          ph.addElems.addElement(tt.family, tt.name, *e);
+        if (emptyInKernel || ks->second.elements.find(keyJson) == ks->second.elements.end())
+          ph.addElems.addElement(tt.family, tt.name, *e, *e.part);
     }
   }
   plan.txn = std::move(ph).join();
@@ -293,9 +309,9 @@ Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to) {
     }
     for (const SetDecl& d : tt.sets)
       if (d.typeofSpec.empty()) ph.sets.addSet(tt.family, tt.name, d);
-    for (const auto& [name, c] : want.chains) addChainWithRules(ph, tt, *c);
+    for (const auto& [name, c] : want.chains) addChainWithRules(ph, tt, *c, *c.part);
     for (const auto& [setName, elems] : want.elements)
-      for (const auto& [keyJson, e] : elems) ph.addElems.addElement(tt.family, tt.name, *e);
+      for (const auto& [keyJson, e] : elems) ph.addElems.addElement(tt.family, tt.name, *e, *e.part);
   }
   plan.txn = std::move(ph).join();
   return plan;

@@ -50,8 +50,8 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
     case Kind::Chain: {
       auto c = t.chains.find(op.name);
       if (op.verb == Verb::Add) {
-        if (c != t.chains.end() && !(c->second == op.hook)) return fail("File exists (chain " + op.name + ")");
-        t.chains[op.name] = op.hook;
+        if (c != t.chains.end() && !(c->second == op.hookValue())) return fail("File exists (chain " + op.name + ")");
+        t.chains[op.name] = op.hookValue();
         t.rules[op.name];
       } else if (c == t.chains.end()) {
         return fail("No such file or directory (chain " + op.name + ")");
@@ -66,21 +66,21 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
     }
     case Kind::Rule: {
       if (!t.chains.count(op.name)) return fail("No such file or directory (chain " + op.name + ")");
-      for (const auto& ref : op.rule.chainRefs)
+      for (const auto& ref : op.rule().chainRefs)
         if (!t.chains.count(ref)) return fail("No such file or directory (jump to " + ref + ")");
-      for (const auto& ref : op.rule.setRefs)
+      for (const auto& ref : op.rule().setRefs)
         if (!t.sets.count(ref)) return fail("No such file or directory (set " + ref + ")");
-      t.rules[op.name].push_back(op.rule);
+      t.rules[op.name].push_back(op.rule());
       return {};
     }
     case Kind::Set: {
       auto s = t.sets.find(op.name);
       if (op.verb == Verb::Add) {
         if (s != t.sets.end()) {
-          if (!(s->second.decl == op.set)) return fail("File exists (set " + op.name + ")");
+          if (!(s->second.decl == *op.set)) return fail("File exists (set " + op.name + ")");
           return {};
         }
-        t.sets[op.name].decl = op.set;
+        t.sets[op.name].decl = *op.set;
       } else if (s == t.sets.end()) {
         return fail("No such file or directory (set " + op.name + ")");
       } else if (setReferenced(t, op.name)) {
@@ -93,7 +93,7 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
     case Kind::Element: {
       auto s = t.sets.find(op.name);
       if (s == t.sets.end()) return fail("No such file or directory (set " + op.name + ")");
-      const Element& e = op.element;
+      const Element& e = op.element();
       auto have = s->second.elements.find(e.key.json);
       std::string value = e.value ? e.value->json : "";
       if (op.verb == Verb::Add) {

@@ -26,13 +26,14 @@ struct ListedSet {
   bool isMap = false;
   std::vector<std::string> keyType;  // as listed; "integer" for our typeof maps
   std::string dataType;              // "verdict", or e.g. "ipv4_addr . inet_service"
-  std::map<std::string, std::string> elements;  // key json -> value json ("" for sets)
+  std::map<std::string, std::string, std::less<>> elements;  // key json -> value json ("" for sets)
 };
 
 struct ListedTable {
   bool exists = false;
-  std::map<std::string, ListedChain> chains;
-  std::map<std::string, ListedSet> sets;
+  // Transparent comparators: the diff looks names up by string_view.
+  std::map<std::string, ListedChain, std::less<>> chains;
+  std::map<std::string, ListedSet, std::less<>> sets;
 };
 
 // Parses the JSON that `list table <family> <name>` prints. Returns nullopt (and sets *error) on

@@ -9,8 +9,20 @@ namespace kpn::nft {
 namespace {
 
 Op makeOp(Verb v, Kind k, Family f, const std::string& table, const std::string& name) {
-  Op op{v, k, f, table, name, std::nullopt, {}, {}, {}};
+  Op op{v, k, f, table, name, nullptr, nullptr, nullptr, nullptr, nullptr};
   return op;
+}
+
+template <class T>
+void point(Op& op, const T& value, Keeper keep, const T* Op::*field) {
+  if (!keep) {
+    auto copy = std::make_shared<const T>(value);
+    op.*field = copy.get();
+    op.keep = std::move(copy);
+  } else {
+    op.*field = &value;
+    op.keep = std::move(keep);
+  }
 }
 
 const char* verbName(Verb v) {
@@ -74,29 +86,29 @@ void Transaction::addTable(Family f, const std::string& t) { ops_.push_back(make
 void Transaction::flushTable(Family f, const std::string& t) { ops_.push_back(makeOp(Verb::Flush, Kind::Table, f, t, "")); }
 void Transaction::addChain(Family f, const std::string& t, const std::string& c, const std::optional<Hook>& hook) {
   ops_.push_back(makeOp(Verb::Add, Kind::Chain, f, t, c));
-  ops_.back().hook = hook;
+  if (hook) ops_.back().hook = std::make_shared<const Hook>(*hook);
 }
 void Transaction::flushChain(Family f, const std::string& t, const std::string& c) { ops_.push_back(makeOp(Verb::Flush, Kind::Chain, f, t, c)); }
 void Transaction::deleteChain(Family f, const std::string& t, const std::string& c) { ops_.push_back(makeOp(Verb::Delete, Kind::Chain, f, t, c)); }
-void Transaction::addRule(Family f, const std::string& t, const std::string& c, const Rule& r) {
+void Transaction::addRule(Family f, const std::string& t, const std::string& c, const Rule& r, Keeper keep) {
   ops_.push_back(makeOp(Verb::Add, Kind::Rule, f, t, c));
-  ops_.back().rule = r;
+  point(ops_.back(), r, std::move(keep), &Op::rulePtr);
 }
 void Transaction::addSet(Family f, const std::string& t, const SetDecl& s) {
   ops_.push_back(makeOp(Verb::Add, Kind::Set, f, t, s.name));
-  ops_.back().set = s;
+  ops_.back().set = std::make_shared<const SetDecl>(s);
 }
 void Transaction::deleteSet(Family f, const std::string& t, const SetDecl& s) {
   ops_.push_back(makeOp(Verb::Delete, Kind::Set, f, t, s.name));
-  ops_.back().set = s;
+  ops_.back().set = std::make_shared<const SetDecl>(s);
 }
-void Transaction::addElement(Family f, const std::string& t, const Element& e) {
+void Transaction::addElement(Family f, const std::string& t, const Element& e, Keeper keep) {
   ops_.push_back(makeOp(Verb::Add, Kind::Element, f, t, e.set));
-  ops_.back().element = e;
+  point(ops_.back(), e, std::move(keep), &Op::elementPtr);
 }
-void Transaction::deleteElement(Family f, const std::string& t, const Element& e) {
+void Transaction::deleteElement(Family f, const std::string& t, const Element& e, Keeper keep) {
   ops_.push_back(makeOp(Verb::Delete, Kind::Element, f, t, e.set));
-  ops_.back().element = e;
+  point(ops_.back(), e, std::move(keep), &Op::elementPtr);
 }
 void Transaction::append(Transaction&& other) {
   if (ops_.empty()) {
@@ -138,18 +150,18 @@ std::string Transaction::toJson() const {
         out += "\"rule\":{";
         appendObjectHead(out, op);
         out += ",\"chain\":" + jsonString(op.name);
-        if (!op.rule.comment.empty()) out += ",\"comment\":" + jsonString(op.rule.comment);
-        out += ",\"expr\":" + op.rule.exprJson + "}";
+        if (!op.rule().comment.empty()) out += ",\"comment\":" + jsonString(op.rule().comment);
+        out += ",\"expr\":" + op.rule().exprJson + "}";
         break;
       case Kind::Set: {
-        bool isMap = !op.set.dataType.empty() || !op.set.typeofSpec.empty();
+        bool isMap = !op.set->dataType.empty() || !op.set->typeofSpec.empty();
         out += isMap ? "\"map\":{" : "\"set\":{";
         appendObjectHead(out, op);
         out += ",\"name\":" + jsonString(op.name);
         if (op.verb == Verb::Add) {
           out += ",\"type\":";
-          appendTypeJson(out, op.set.keyType);
-          if (isMap) out += ",\"map\":" + jsonString(op.set.dataType);
+          appendTypeJson(out, op.set->keyType);
+          if (isMap) out += ",\"map\":" + jsonString(op.set->dataType);
         }
         out += "}";
         break;
@@ -166,7 +178,7 @@ std::string Transaction::toJson() const {
               o.table != op.table)
             break;
           if (j != i) out += ",";
-          appendElementJson(out, o.element, op.verb == Verb::Delete);
+          appendElementJson(out, o.element(), op.verb == Verb::Delete);
         }
         i = j - 1;
         out += "]}";
@@ -197,25 +209,25 @@ std::string Transaction::toText() const {
         out += "\n";
         break;
       case Kind::Rule:
-        out += head + "rule " + where + " " + op.name + " " + op.rule.text;
-        if (!op.rule.comment.empty()) out += " comment " + nftQuoted(op.rule.comment);
+        out += head + "rule " + where + " " + op.name + " " + op.rule().text;
+        if (!op.rule().comment.empty()) out += " comment " + nftQuoted(op.rule().comment);
         out += "\n";
         break;
       case Kind::Set:
-        if (op.verb == Verb::Add && !op.set.typeofSpec.empty()) {
-          out += nativeTypeofDeclaration(op.family, op.table, op.set) + "\n";
+        if (op.verb == Verb::Add && !op.set->typeofSpec.empty()) {
+          out += nativeTypeofDeclaration(op.family, op.table, *op.set) + "\n";
         } else if (op.verb == Verb::Add) {
-          bool isMap = !op.set.dataType.empty();
-          out += head + (isMap ? "map " : "set ") + where + " " + op.name + " { type " + typeText(op.set.keyType) +
-                 (isMap ? " : " + op.set.dataType : "") + " ; }\n";
+          bool isMap = !op.set->dataType.empty();
+          out += head + (isMap ? "map " : "set ") + where + " " + op.name + " { type " + typeText(op.set->keyType) +
+                 (isMap ? " : " + op.set->dataType : "") + " ; }\n";
         } else {
-          bool isMap = !op.set.dataType.empty() || !op.set.typeofSpec.empty();
+          bool isMap = !op.set->dataType.empty() || !op.set->typeofSpec.empty();
           out += head + (isMap ? "map " : "set ") + where + " " + op.name + "\n";
         }
         break;
       case Kind::Element:
         out += head + "element " + where + " " + op.name + " { " +
-               elementText(op.element, op.verb == Verb::Delete) + " }\n";
+               elementText(op.element(), op.verb == Verb::Delete) + " }\n";
         break;
     }
   }

@@ -2,6 +2,8 @@
 // libnftables JSON (what the daemon commits) or as native nft text (--dry-run, logs).
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,16 +14,25 @@ namespace kpn::nft {
 enum class Verb { Add, Flush, Delete };
 enum class Kind { Table, Chain, Rule, Set, Element };
 
+// Anything that keeps an operation's rule or element alive: usually the immutable Part it
+// belongs to, so that an operation costs a pointer, not a copy of the element's strings (a cold
+// sync at 10k services carries ~240k operations).
+using Keeper = std::shared_ptr<const void>;
+
 struct Op {
   Verb verb;
   Kind kind;
   Family family;
   std::string table;
-  std::string name;         // chain name (Chain, Rule) or set name (Set, Element)
-  std::optional<Hook> hook; // add chain
-  SetDecl set;              // add set
-  Rule rule;                // add rule
-  Element element;          // add/delete element
+  std::string name;                     // chain name (Chain, Rule) or set name (Set, Element)
+  std::shared_ptr<const Hook> hook;     // add chain: base chains only
+  std::shared_ptr<const SetDecl> set;   // add/delete set
+  Keeper keep;                          // keeps *rulePtr / *elementPtr alive
+  const Rule* rulePtr = nullptr;        // add rule
+  const Element* elementPtr = nullptr;  // add/delete element
+  const Rule& rule() const { return *rulePtr; }
+  const Element& element() const { return *elementPtr; }
+  std::optional<Hook> hookValue() const { return hook ? std::optional<Hook>(*hook) : std::nullopt; }
 };
 
 class Transaction {
@@ -31,11 +42,13 @@ class Transaction {
   void addChain(Family f, const std::string& table, const std::string& chain, const std::optional<Hook>& hook);
   void flushChain(Family f, const std::string& table, const std::string& chain);
   void deleteChain(Family f, const std::string& table, const std::string& chain);
-  void addRule(Family f, const std::string& table, const std::string& chain, const Rule& rule);
+  // Without a keeper the rule or element is copied; with one (the Part it lives in) it is
+  // referenced.
+  void addRule(Family f, const std::string& table, const std::string& chain, const Rule& rule, Keeper keep = nullptr);
   void addSet(Family f, const std::string& table, const SetDecl& set);
   void deleteSet(Family f, const std::string& table, const SetDecl& set);
-  void addElement(Family f, const std::string& table, const Element& e);
-  void deleteElement(Family f, const std::string& table, const Element& e);
+  void addElement(Family f, const std::string& table, const Element& e, Keeper keep = nullptr);
+  void deleteElement(Family f, const std::string& table, const Element& e, Keeper keep = nullptr);
   void append(Transaction&& other);
 
   const std::vector<Op>& ops() const { return ops_; }

@@ -48,7 +48,7 @@ bool onlyTouches(const nft::Transaction& t, const std::string& needle) {
     if (op.kind == Kind::Chain || op.kind == Kind::Rule) {
       if (op.name.find(needle) == std::string::npos) return false;
     } else if (op.kind == Kind::Element && op.name.rfind("backends-", 0) != 0 &&
-               op.element.comment.find(needle) == std::string::npos && op.name != "hairpin") {
+               op.element().comment.find(needle) == std::string::npos && op.name != "hairpin") {
       return false;
     }
   }

@@ -10,19 +10,31 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 
 #include "nft/diff.h"
 #include "nft/runner.h"
 #include "pkg/net/ip.h"
 #include "pkg/render/health_check.h"
 #include "pkg/render/render.h"
+#include "pkg/kube/client_config.h"
+#include "pkg/kube/cpprest_transport.h"
+#include "pkg/source/api_source.h"
 #include "pkg/source/manifest_dir.h"
 #include "pkg/state/cluster_state.h"
 #include "pkg/sync/duration.h"
 #include "pkg/sync/syncer.h"
 
 DEFINE_string(manifests, "", "Folder of Service/EndpointSlice/Node manifests (YAML or JSON) to use as the cluster state");
+DEFINE_string(kubeconfig, "", "Path to a kubeconfig file: get the cluster state from that API server");
+DEFINE_string(master, "", "Address of the Kubernetes API server (overrides the kubeconfig's server)");
+DEFINE_string(kubeconfig_context, "", "kubeconfig context to use instead of its current-context");
+DEFINE_double(kube_api_qps, 5, "Requests per second to the API server (client-side rate limit)");
+DEFINE_int32(kube_api_burst, 10, "Burst of requests to the API server above --kube-api-qps");
+DEFINE_string(service_account_dir, "/var/run/secrets/kubernetes.io/serviceaccount",
+              "In a pod: where the service-account token and ca.crt are mounted");
 DEFINE_string(hostname_override, "", "This node's name; endpoints with this nodeName are local (default: the hostname)");
 DEFINE_string(cluster_cidr, "", "Pod CIDRs (at most one per family, comma separated); traffic from outside them to a ClusterIP is masqueraded");
 DEFINE_bool(masquerade_all, false, "Masquerade all traffic sent to ClusterIPs");
@@ -70,6 +82,54 @@ std::string defaultNodeName() {
   return s;
 }
 
+// Picks the source the flags name: a manifest folder, an API server from --kubeconfig/--master,
+// or the in-cluster API server. Exits 2 with one line when none applies or the config is bad.
+std::unique_ptr<kpn::source::Source> makeSource(const std::string& nodeName, kpn::state::ClusterState& state) {
+  if (!FLAGS_manifests.empty()) return std::make_unique<kpn::source::ManifestDir>(FLAGS_manifests, nodeName, state);
+  kpn::kube::ClientConfig cfg;
+  cfg.qps = FLAGS_kube_api_qps;
+  cfg.burst = FLAGS_kube_api_burst;
+  std::optional<std::string> err;
+  if (!FLAGS_kubeconfig.empty()) {
+    err = kpn::kube::loadKubeconfig(FLAGS_kubeconfig, FLAGS_kubeconfig_context, cfg);
+  } else if (FLAGS_master.empty()) {
+    if (!std::getenv("KUBERNETES_SERVICE_HOST")) {
+      std::cerr << "no cluster-state source: give --manifests=DIR, --kubeconfig=FILE or --master=URL, "
+                   "or run in a pod (KUBERNETES_SERVICE_HOST)\n";
+      std::exit(2);
+    }
+    err = kpn::kube::inClusterConfig([](const char* n) { return std::getenv(n); }, FLAGS_service_account_dir, cfg);
+  }
+  if (!err && !FLAGS_master.empty()) err = kpn::kube::normaliseServer(FLAGS_master, cfg.server);
+  if (err) {
+    std::cerr << *err << "\n";
+    std::exit(2);
+  }
+  return std::make_unique<kpn::source::ApiSource>(kpn::kube::makeCpprestTransport(cfg), nodeName, state);
+}
+
+// The API source fills the state in the background: a dry run waits for the first full list.
+bool waitSynced(kpn::source::Source& source, std::chrono::seconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (!source.hasSynced()) {
+    if (Clock::now() > deadline) return false;
+    pollfd pfd{source.fd(), POLLIN, 0};
+    poll(&pfd, 1, 100);
+    source.processEvents();
+  }
+  return true;
+}
+
+// Network programming latency: from the change that triggered an endpoint update (the
+// EndpointSlice's last-change-trigger-time) to its rules being committed.
+void logProgrammingLatency(const std::map<std::string, std::chrono::system_clock::time_point>& triggers) {
+  if (triggers.empty() || !VLOG_IS_ON(2)) return;
+  auto now = std::chrono::system_clock::now();
+  double maxMs = 0;
+  for (const auto& [svc, t] : triggers) maxMs = std::max(maxMs, std::chrono::duration<double, std::milli>(now - t).count());
+  VLOG(2) << "network programming: " << triggers.size() << " services, max latency " << maxMs << " ms since trigger";
+}
+
 int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& st) {
   kpn::nft::Ruleset rs = renderer.render(st, nullptr);
   kpn::nft::Plan plan = kpn::nft::planReconcile({}, rs);  // against empty tables: everything is added
@@ -93,16 +153,12 @@ int runCleanup() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("kube-proxy-nft --manifests=DIR [flags]: Kubernetes Services on this node, as one nftables ruleset");
+  gflags::SetUsageMessage("kube-proxy-nft (--manifests=DIR | --kubeconfig=FILE | --master=URL | in a pod) [flags]: Kubernetes Services on this node, as one nftables ruleset");
   FLAGS_logtostderr = true;
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
 
   if (FLAGS_cleanup) return runCleanup();
-  if (FLAGS_manifests.empty()) {
-    std::cerr << "no cluster-state source: give --manifests=DIR\n";
-    return 2;
-  }
 
   kpn::render::NodeConfig cfg;
   cfg.nodeName = FLAGS_hostname_override.empty() ? defaultNodeName() : FLAGS_hostname_override;
@@ -125,11 +181,18 @@ int main(int argc, char** argv) {
   if (syncPeriod <= std::chrono::nanoseconds(0)) syncPeriod = std::chrono::seconds(30);
 
   kpn::state::ClusterState state;
-  kpn::source::ManifestDir source(FLAGS_manifests, cfg.nodeName, state);
+  std::unique_ptr<kpn::source::Source> sourcePtr = makeSource(cfg.nodeName, state);
+  kpn::source::Source& source = *sourcePtr;
   source.start();
   kpn::render::Renderer renderer(cfg);
   renderer.setHostAddresses(kpn::net::readHostAddresses());
-  if (FLAGS_dry_run) return runDryRun(renderer, state);
+  if (FLAGS_dry_run) {
+    if (!waitSynced(source, std::chrono::seconds(60))) {
+      std::cerr << "dry run: " << source.describe() << " did not list everything within 60 s\n";
+      return 1;
+    }
+    return runDryRun(renderer, state);
+  }
 
   // SIGTERM/SIGINT end the loop; the ruleset stays in place, so traffic keeps flowing.
   sigset_t mask;
@@ -141,18 +204,27 @@ int main(int argc, char** argv) {
 
   kpn::nft::NftRunner runner;
   kpn::sync::Syncer syncer(renderer, runner);
-  LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source " << FLAGS_manifests;
+  LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
 
   bool dirty = true;
   auto lastSync = Clock::time_point{};
   auto lastAddressRead = Clock::now();  // read once before the loop (above)
   auto nextForced = Clock::now();
   auto backoff = std::chrono::nanoseconds(0);
+  auto nextWaitLog = Clock::now() + std::chrono::seconds(2);
   for (;;) {
     auto now = Clock::now();
     auto due = dirty ? std::max(lastSync + minSync + backoff, now) : nextForced;
     due = std::min(due, nextForced);
-    if (now >= due) {
+    // Until the source has seen everything, the table stays exactly as it is: syncing a
+    // half-listed state would delete the rules of services not listed yet.
+    if (now >= due && !source.hasSynced()) {
+      if (now >= nextWaitLog) {
+        LOG(INFO) << "waiting for " << source.describe() << " before the first sync";
+        nextWaitLog = now + std::chrono::seconds(10);
+      }
+      due = now + std::chrono::milliseconds(100);
+    } else if (now >= due) {
       lastSync = now;
       // Addresses come and go without a manifest change: re-read them (getifaddrs and the route
       // tables, which can be long on a node with a route per pod) at most once a second.
@@ -162,12 +234,16 @@ int main(int argc, char** argv) {
       }
       kpn::sync::SyncStats s = syncer.sync(state);
       if (s.ok) {
+        logProgrammingLatency(source.takeTriggerTimes());
         dirty = false;
         backoff = std::chrono::nanoseconds(0);
-        // Health-check node ports of eTP=Local LoadBalancer services: {port -> service, local
-        // ready endpoints} as of the ruleset just committed. pkg/health's servers are fed here
-        // (open/close per port, answer 200 when localEndpoints > 0), e.g.
-        //   healthServers.update(kpn::render::healthCheckNodePorts(state, cfg));
+        // Health-check node ports of eTP=Local LoadBalancer services go to pkg/health's servers
+        // here, as of the ruleset just committed (not wired yet):
+        //   std::map<int, kpn::health::ServiceHealthInfo> ports;
+        //   for (const auto& [port, s] : kpn::render::healthCheckNodePorts(state, cfg))
+        //     ports[port] = {s.ns, s.name, s.localEndpoints};
+        //   healthServers.update(std::move(ports));
+        // bound on the NodePort addresses: renderer.environment().family[0|1].nodePortIPs.
       } else {
         // Retry soon, then less and less often, never slower than the sync period.
         backoff = std::min<std::chrono::nanoseconds>(backoff == std::chrono::nanoseconds(0) ? std::chrono::milliseconds(500) : backoff * 2, syncPeriod);

@@ -622,6 +622,10 @@ bool isBlank(std::string_view s) {
 
 void decodeObject(const rapidjson::Value& v, DecodedObjects& out) { decodeAny(v, "", 0, out); }
 
+void decodeObjectAs(const rapidjson::Value& v, const std::string& kind, DecodedObjects& out) {
+  decodeAny(v, kind, 3, out);  // deeper than any list may nest: an item is never a list itself
+}
+
 bool decodeManifest(std::string_view text, bool json, DecodedObjects& out, std::string* syntaxError) {
   // A UTF-8 byte order mark is legal at the start of either format; RapidJSON does not skip it.
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);

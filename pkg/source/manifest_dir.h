@@ -13,12 +13,13 @@
 #include <string>
 
 #include "pkg/source/manifest_merge.h"
+#include "pkg/source/source.h"
 #include "pkg/source/unique_fd.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::source {
 
-class ManifestDir {
+class ManifestDir final : public Source {
  public:
   // `nodeName`: only the Node of that name is used (the --hostname-override value).
   // `retryInterval`: how often to look for the folder while it does not exist.
@@ -29,13 +30,16 @@ class ManifestDir {
   ManifestDir& operator=(const ManifestDir&) = delete;
 
   // Watch the folder and read every file in it. Returns true if the state changed.
-  bool start();
+  bool start() override;
   // Readable when there is something for processEvents to do (folder events, or time to look
   // for a missing folder again). Valid from construction on.
-  int fd() const { return epoll_.get(); }
+  int fd() const override { return epoll_.get(); }
   // Drains the pending events and re-reads just the files they name; never blocks. Returns true
   // if the state changed.
-  bool processEvents();
+  bool processEvents() override;
+  // A folder is complete as soon as it has been read (a missing folder is an empty one).
+  bool hasSynced() const override { return true; }
+  std::string describe() const override { return "manifest folder " + dir_; }
 
   // Objects skipped because they failed to decode or validate, since start (for a metric).
   uint64_t skippedObjects() const { return skipped_; }

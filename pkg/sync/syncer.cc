@@ -83,14 +83,17 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     mode_ = Mode::Full;
     return stats;
   }
-  // Bookkeeping after the commit: packets already see the new rules.
+  // Bookkeeping after the commit: packets already see the new rules. after_ms in the log line is
+  // this part (it delays the next sync, not this one's rules).
+  auto tAfter = std::chrono::steady_clock::now();
   nft::applyCommitted(committed_, desired, plan);
   mode_ = Mode::Incremental;
   stats.ok = true;
   // A big transaction leaves libnftables' and our buffers' pages behind; hand them back.
   if (stats.ops > 10000) malloc_trim(0);
+  stats.afterMs = msSince(tAfter);
   VLOG(2) << "sync done full=" << stats.full << " ops=" << stats.ops << " render_ms=" << stats.renderMs
-          << " diff_ms=" << stats.diffMs << " commit_ms=" << stats.commitMs;
+          << " diff_ms=" << stats.diffMs << " commit_ms=" << stats.commitMs << " after_ms=" << stats.afterMs;
   return stats;
 }
 

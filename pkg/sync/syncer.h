@@ -16,6 +16,7 @@ struct SyncStats {
   bool full = false;
   size_t ops = 0;
   double renderMs = 0, diffMs = 0, commitMs = 0;
+  double afterMs = 0;  // bookkeeping once the rules are committed
 };
 
 class Syncer {

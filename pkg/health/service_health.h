@@ -1,0 +1,68 @@
+// Health-check node ports: for each externalTrafficPolicy=Local LoadBalancer Service, an HTTP
+// server on its healthCheckNodePort that tells the cloud load balancer whether this node has a
+// local ready endpoint (200) or not (503), as upstream's pkg/proxy/healthcheck/service_health.go.
+// Any method and path gets the same answer.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pkg/http/server.h"
+
+namespace kpn::health {
+
+struct ServiceHealthInfo {
+  std::string ns;
+  std::string name;
+  int localEndpoints = 0;  // local ready endpoints (terminating ones do not count)
+};
+
+// The reply for one service: 200 when it has local endpoints and the proxy is healthy, else 503;
+// the body is {"service":{"namespace":NS,"name":NAME},"localEndpoints":N,"serviceProxyHealthy":B}.
+http::Response serviceHealthResponse(const ServiceHealthInfo& svc, bool proxyHealthy);
+
+class ServiceHealthServers {
+ public:
+  // `bindAddresses`: IP literals to listen on (the NodePort addresses); empty listens on every
+  // address of both families. A port that cannot be bound on some address is logged and tried
+  // again every `retryInterval` until it binds or leaves the set.
+  ServiceHealthServers(http::Loop& loop, std::vector<std::string> bindAddresses,
+                       std::chrono::milliseconds retryInterval = std::chrono::seconds(5));
+  ~ServiceHealthServers();  // closes every port
+  ServiceHealthServers(const ServiceHealthServers&) = delete;
+  ServiceHealthServers& operator=(const ServiceHealthServers&) = delete;
+
+  // Makes `services`, keyed by healthCheckNodePort, the whole set: ports not in it close (with
+  // their open connections), new ports open, kept ports answer with the new counts. Requests see
+  // either the previous set or this one, never a mix. Ports outside 1..65535 are logged and
+  // skipped. Call it from any thread but the loop's.
+  void update(std::map<int, ServiceHealthInfo> services);
+  // Healthy until told otherwise (upstream: healthy during start-up). Any thread.
+  void setProxyHealthy(bool healthy) { proxyHealthy_.store(healthy); }
+
+  std::vector<int> listeningPorts() const;        // ports bound on every bind address, ascending
+  std::map<int, std::string> bindErrors() const;  // the others: port -> the last bind error
+
+ private:
+  struct Port {
+    ServiceHealthInfo info;
+    std::vector<std::unique_ptr<http::Server>> servers;  // one per bind address; null = not bound
+    std::string lastError;
+    int failures = 0;
+  };
+  void bindMissing(int port, Port& p);  // on the loop thread
+  http::Response handle(int port) const;  // on the loop thread
+
+  http::Loop& loop_;
+  std::vector<std::string> addresses_;  // {""} for every address
+  std::chrono::milliseconds retryInterval_;
+  std::atomic<bool> proxyHealthy_{true};
+  std::map<int, Port> ports_;  // touched only on the loop thread: requests and changes never interleave
+  std::unique_ptr<http::Ticker> retry_;
+};
+
+}  // namespace kpn::health

@@ -1,0 +1,108 @@
+// A small HTTP/1.1 server for the daemon's own endpoints (health-check node ports; later /healthz
+// and /metrics). Every server runs on one shared Loop thread. Boost.Beast stays inside server.cc,
+// so this header is cheap to include (Beast costs seconds per translation unit).
+//
+// Why not cpprestsdk's http_listener: it cannot bind an IPv6 literal or report an ephemeral port
+// (../shared/reference/cpprestsdk-and-stack.md §4).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kpn::http {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+struct Request {
+  std::string method;  // as sent: "GET", "HEAD", ...
+  std::string target;  // path and query, as sent
+  Headers headers;
+  std::string body;
+};
+
+struct Response {
+  int status = 200;
+  Headers headers;  // the server adds Content-Length and, when it closes, Connection: close
+  std::string body;
+};
+
+// Runs on the loop thread and blocks every server while it runs: keep it quick. An exception
+// becomes a 500. It must not destroy its own Server.
+using Handler = std::function<Response(const Request&)>;
+
+struct Limits {
+  size_t maxHeaderBytes = 8 * 1024;  // request line and headers; more -> 431, then close
+  size_t maxBodyBytes = 64 * 1024;   // more -> 413, then close
+  // Time to receive one whole request, the keep-alive wait for its first byte included: a client
+  // that trickles bytes (slowloris) or idles is cut off after it.
+  std::chrono::milliseconds readTimeout{10000};
+  std::chrono::milliseconds writeTimeout{10000};
+  size_t maxConnections = 128;  // per server; connections beyond it are accepted and closed at once
+};
+
+// The one thread that all servers (and tickers) run on. Create it before them, destroy it after.
+class Loop {
+ public:
+  Loop();
+  ~Loop();
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // Runs fn on the loop thread and returns when it is done; inline when called on that thread.
+  // fn's exceptions propagate to the caller.
+  void call(const std::function<void()>& fn);
+  bool onLoopThread() const;
+
+ private:
+  friend class Server;
+  friend class Ticker;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Calls fn on the loop thread every `interval` until destroyed. fn must not destroy its Ticker.
+class Ticker {
+ public:
+  Ticker(Loop& loop, std::chrono::milliseconds interval, std::function<void()> fn);
+  ~Ticker();  // on return fn is not running and is never called again
+  Ticker(const Ticker&) = delete;
+  Ticker& operator=(const Ticker&) = delete;
+
+ private:
+  struct Impl;
+  Loop& loop_;
+  std::shared_ptr<Impl> impl_;
+};
+
+class Server {
+ public:
+  // Binds address:port and serves until destroyed. `address`: an IPv4 literal, an IPv6 literal
+  // (which listens on IPv6 only), or "" for every address of both families (one dual-stack
+  // socket; IPv4 only where the kernel has no IPv6). Port 0 takes a free port: see port().
+  // On failure returns null and sets *error, e.g. "listen [::1]:8080: Address already in use".
+  static std::unique_ptr<Server> listen(Loop& loop, const std::string& address, int port, Handler handler,
+                                        std::string* error, const Limits& limits = {});
+  // Closes the listening socket and every open connection; on return the handler is not running
+  // and is never called again.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  int port() const { return port_; }  // the bound port (the chosen one when asked for 0)
+  const std::string& address() const { return address_; }  // as given to listen()
+
+ private:
+  struct Impl;
+  Server(Loop& loop, std::unique_ptr<Impl> impl, std::string address, int port);
+  Loop& loop_;
+  std::unique_ptr<Impl> impl_;
+  std::string address_;
+  int port_;
+};
+
+}  // namespace kpn::http

@@ -1,0 +1,216 @@
+// The only file that includes cpprest: see cpprest_transport.h.
+#include "pkg/kube/cpprest_transport.h"
+
+#include <glog/logging.h>
+#include <openssl/ssl.h>
+
+#include <boost/asio/ssl.hpp>
+#include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
+
+#include <mutex>
+#include <set>
+
+#include "pkg/kube/rate_limiter.h"
+#include "pkg/kube/tls_diagnose.h"
+#include "pkg/kube/token_source.h"
+
+namespace kpn::kube {
+namespace {
+
+namespace http = web::http;
+namespace client = web::http::client;
+
+// cpprest's default pool has 40 threads; three streams and a list need a handful. Must run before
+// the first cpprest object exists.
+void initThreadPoolOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { crossplat::threadpool::initialize_with_threads(4); });
+}
+
+// cpprest resolves an IPv6 literal host with its brackets ("[fd00::1]"), which fails; a uri
+// built with the bare address resolves, and still verifies the certificate against the IP.
+web::uri baseUri(const std::string& server) {
+  web::uri u(server);
+  const std::string& host = u.host();
+  if (host.size() < 2 || host.front() != '[') return u;
+  web::uri_builder b(u);
+  b.set_host(host.substr(1, host.size() - 2));
+  return b.to_uri();
+}
+
+class CpprestTransport final : public Transport {
+ public:
+  CpprestTransport(const ClientConfig& cfg, TransportTimeouts t)
+      : cfg_(cfg), tokens_(cfg.token, cfg.tokenFile), limiter_(cfg.qps, cfg.burst) {
+    initThreadPoolOnce();
+    web::uri base = baseUri(cfg.server);
+    requests_ = std::make_unique<client::http_client>(base, clientConfig(t.request));
+    watches_ = std::make_unique<client::http_client>(base, clientConfig(t.watch));
+  }
+
+  HttpResult get(const std::string& target) override {
+    HttpResult r;
+    send(*requests_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
+      auto length = resp.headers().content_length();
+      if (length > 0 && length <= kMaxBody) r.body.reserve(length);
+      readBody(resp, [&](std::string_view data) {
+        if (r.body.size() + data.size() > kMaxBody) {
+          r.error = "response body larger than " + std::to_string(kMaxBody >> 20) + " MiB; not reading it";
+          r.status = 0;
+          r.body.clear();
+          r.body.shrink_to_fit();
+          self.cancel();
+          return false;
+        }
+        r.body.append(data);
+        return true;
+      });
+    });
+    return r;
+  }
+
+  HttpResult stream(const std::string& target, const std::function<bool(std::string_view)>& onData) override {
+    HttpResult r;
+    send(*watches_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
+      if (resp.status_code() != 200) {
+        r.body = resp.extract_utf8string(true).get();
+        return;
+      }
+      readBody(resp, [&](std::string_view data) {
+        if (onData(data)) return true;
+        // The consumer is done with this stream (it will relist or stop): drop the connection
+        // rather than let cpprest buffer the rest of it.
+        self.cancel();
+        return false;
+      });
+    });
+    return r;
+  }
+
+  void credentialsRejected() override { tokens_.invalidate(); }
+
+  void cancel() override {
+    limiter_.stop();
+    std::lock_guard<std::mutex> lk(mu_);
+    cancelled_ = true;
+    for (auto* cts : inFlight_) cts->cancel();
+  }
+
+  std::string server() const override { return cfg_.server; }
+
+ private:
+  // A list bigger than this is refused rather than risking the node's memory (10k services with
+  // 10k EndpointSlices of 10 endpoints are ~30 MiB).
+  static constexpr size_t kMaxBody = size_t(1) << 30;
+
+  // Hands the body to onData as it arrives, until it ends or onData returns false.
+  template <class OnData>
+  static void readBody(http::http_response& resp, OnData&& onData) {
+    auto buf = resp.body().streambuf();
+    using Traits = decltype(buf)::traits;
+    std::vector<char> chunk(64 * 1024);
+    for (;;) {
+      // getn(n) waits until n bytes are there, which could hold an event back for minutes on a
+      // quiet watch: wait for one byte with getc (it does not consume it), then take exactly
+      // what has arrived.
+      size_t avail = buf.in_avail();
+      if (avail == 0) {
+        if (buf.getc().get() == Traits::eof()) return;  // the body ended cleanly
+        continue;
+      }
+      size_t n = buf.getn(reinterpret_cast<uint8_t*>(chunk.data()), std::min(avail, chunk.size())).get();
+      if (n == 0 || !onData(std::string_view(chunk.data(), n))) return;
+    }
+  }
+
+  client::http_client_config clientConfig(std::chrono::seconds timeout) const {
+    client::http_client_config c;
+    c.set_timeout(timeout);
+    if (cfg_.insecureSkipTlsVerify) c.set_validate_certificates(false);
+    ClientConfig tls = cfg_;
+    c.set_ssl_context_callback([tls](boost::asio::ssl::context& ctx) {
+      if (!tls.caPem.empty()) {
+        // Trust exactly the configured CA, as client-go does, not the system's store besides.
+        SSL_CTX_set_cert_store(ctx.native_handle(), X509_STORE_new());
+        ctx.add_certificate_authority(boost::asio::buffer(tls.caPem));
+      }
+      if (!tls.clientCertPem.empty()) {
+        ctx.use_certificate_chain(boost::asio::buffer(tls.clientCertPem));
+        ctx.use_private_key(boost::asio::buffer(tls.clientKeyPem), boost::asio::ssl::context::pem);
+      }
+    });
+    return c;
+  }
+
+  // Sends one GET (rate-limited, authenticated) and lets `onResponse` read the body. Fills r.
+  template <class OnResponse>
+  void send(client::http_client& c, const std::string& target, HttpResult& r, OnResponse&& onResponse) {
+    pplx::cancellation_token_source cts;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (cancelled_) {
+        r.cancelled = true;
+        return;
+      }
+      inFlight_.insert(&cts);
+    }
+    struct Unregister {
+      CpprestTransport* t;
+      pplx::cancellation_token_source* cts;
+      ~Unregister() {
+        std::lock_guard<std::mutex> lk(t->mu_);
+        t->inFlight_.erase(cts);
+      }
+    } unregister{this, &cts};
+    if (!limiter_.acquire()) {
+      r.cancelled = true;
+      return;
+    }
+    http::http_request req(http::methods::GET);
+    req.set_request_uri(target);
+    req.headers().add(http::header_names::accept, "application/json");
+    req.headers().add(http::header_names::user_agent, cfg_.userAgent);
+    if (!cfg_.tlsServerName.empty()) req.headers().add(http::header_names::host, cfg_.tlsServerName);
+    std::string bearer = tokens_.token();
+    if (!bearer.empty()) req.headers().add(http::header_names::authorization, "Bearer " + bearer);
+    try {
+      http::http_response resp = c.request(req, cts.get_token()).get();
+      r.status = resp.status_code();
+      auto ra = resp.headers().find("Retry-After");
+      if (ra != resp.headers().end()) r.retryAfterSeconds = std::atoi(ra->second.c_str());
+      onResponse(resp, cts);
+    } catch (const pplx::task_canceled&) {
+      r.cancelled = isCancelled();
+      if (!r.cancelled) r.error = "request cancelled";
+    } catch (const std::exception& e) {
+      r.cancelled = isCancelled();
+      if (r.cancelled) return;
+      r.error = e.what();
+      // cpprest says only "Error in SSL handshake": find out what exactly the certificate lacks.
+      if (r.status == 0 && r.error.find("handshake") != std::string::npos && !cfg_.insecureSkipTlsVerify)
+        r.error = "TLS handshake failed: " + diagnoseTls(cfg_) + " (" + r.error + ")";
+    }
+  }
+
+  bool isCancelled() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return cancelled_;
+  }
+
+  const ClientConfig cfg_;
+  TokenSource tokens_;
+  RateLimiter limiter_;
+  std::unique_ptr<client::http_client> requests_, watches_;
+  std::mutex mu_;
+  std::set<pplx::cancellation_token_source*> inFlight_;  // so that cancel() reaches every request
+  bool cancelled_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeCpprestTransport(const ClientConfig& cfg, TransportTimeouts timeouts) {
+  return std::make_unique<CpprestTransport>(cfg, timeouts);
+}
+
+}  // namespace kpn::kube

@@ -1,0 +1,78 @@
+// The Kubernetes API server as the cluster-state source: three reflectors (Services and
+// EndpointSlices with upstream kube-proxy's label selector, and this node's Node) on their own
+// threads hand decoded deltas to a queue; the main thread applies them to the ClusterState in
+// processEvents(), so the state, the renderer and the syncer stay single-threaded.
+// hasSynced() turns true once all three have completed their first list.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "pkg/kube/reflector.h"
+#include "pkg/kube/transport.h"
+#include "pkg/source/source.h"
+#include "pkg/source/unique_fd.h"
+#include "pkg/state/cluster_state.h"
+
+namespace kpn::source {
+
+// Services and EndpointSlices that belong to another proxy, and headless ones, are not ours.
+inline constexpr const char* kProxyLabelSelector = "!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless";
+
+class ApiSource final : public Source {
+ public:
+  ApiSource(std::unique_ptr<kube::Transport> transport, std::string nodeName, state::ClusterState& state,
+            kube::ReflectorOptions opts = {});
+  ~ApiSource() override;  // stops the reflectors and joins their threads
+  ApiSource(const ApiSource&) = delete;
+  ApiSource& operator=(const ApiSource&) = delete;
+
+  bool start() override;
+  int fd() const override { return wake_.get(); }
+  bool processEvents() override;
+  bool hasSynced() const override;
+  std::map<std::string, std::chrono::system_clock::time_point> takeTriggerTimes() override;
+  std::string describe() const override;
+
+  // Which resources have not listed yet ("Services, Node"), for the waiting log line.
+  std::string pendingResources() const;
+  // Objects skipped as invalid, over all reflectors (a metric).
+  uint64_t skippedObjects() const;
+
+ private:
+  enum Resource { kServices, kSlices, kNode, kResources };
+  struct Batch {
+    Resource resource;
+    std::vector<kube::Delta> deltas;
+    bool listed;
+  };
+  void enqueue(Resource r, std::vector<kube::Delta>&& deltas, bool listed);
+  bool apply(Resource r, kube::Delta& d);
+
+  std::unique_ptr<kube::Transport> transport_;
+  const std::string nodeName_;
+  state::ClusterState& state_;
+  std::array<std::unique_ptr<kube::Reflector>, kResources> reflectors_;
+  std::vector<std::thread> threads_;
+  UniqueFd wake_;  // eventfd: the reflectors' "something queued"
+
+  std::mutex mu_;  // guards queue_
+  std::vector<Batch> queue_;
+
+  // Main-thread state.
+  std::array<bool, kResources> listed_{};
+  std::unordered_map<std::string, std::string> sliceService_;  // "ns/slice" -> service name it was filed under
+  std::map<std::string, std::chrono::system_clock::time_point> triggers_;
+};
+
+// Parses an RFC 3339 time ("2026-12-03T06:50:01Z", fractions and offsets allowed).
+std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::string& s);
+
+}  // namespace kpn::source
