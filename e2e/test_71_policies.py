@@ -45,6 +45,10 @@ def test_external_traffic_policy(lab, etp):
                 expect_answers(ext, host, port, eps, node_addrs, what="external: masqueraded")
             expect_answers(node, host, port, eps, node_addrs, what="node: all endpoints, masqueraded")
     assert not d.failed_syncs()
+    # A restart adopts every backend range (also the local one ending external-<...>): no change.
+    d.stop()
+    d = lab.start_daemon(label="restarted")
+    assert d.syncs()[0]["ops"] == 0, f"restart changed the ruleset: {d.syncs()[0]}\n{d.tail()}"
 
 
 def test_overall_svc2_etp_local_without_local_endpoints_drops_outside_traffic(lab):

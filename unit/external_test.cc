@@ -369,8 +369,9 @@ TEST_CASE("golden: external services render to exactly unit/golden/external-serv
   // eTP=Local: pods and the node short-circuit to all endpoints; outside traffic goes local only.
   CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 ip saddr == 10.0.0.0/8 goto service-ns1/svc2/tcp/p80"));
   CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 fib saddr type == local meta mark set meta mark | 0x00004000 goto service-ns1/svc2/tcp/p80"));
-  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 goto local-ns1/svc2/tcp/p80"));
-  CHECK(has(t, "add rule ip kube-proxy local-ns1/svc2/tcp/p80 meta l4proto == tcp dnat ip to numgen random mod 1"));
+  // ...ending with the dnat over the local endpoints (no local- chain: the ClusterIP does not use one).
+  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 meta l4proto == tcp dnat ip to numgen random mod 1"));
+  CHECK_FALSE(has(t, "local-ns1/svc2"));
   // iTP=Local: the ClusterIP goes to the local chain.
   CHECK(has(t, "service-ips { 172.30.0.43 . tcp . 80 comment \"ns1/svc3:p80\" : goto local-ns1/svc3/tcp/p80 }"));
   // No endpoints: every destination rejects, no chains.

@@ -25,6 +25,14 @@ const char* kBaseOwner = "base";
 
 std::string slotOwner(Family f, const std::string& chain) { return std::string(familyName(f)) + " " + chain; }
 
+// The backend ranges a chain of a service's Part may hold: its own, and for external-<...> the
+// local-<...> range whose rule ends it (eTP=Local without a local- chain).
+std::vector<std::string> rangeOwners(const std::string& chain) {
+  static const std::string kExternal = "external-";
+  if (chain.compare(0, kExternal.size(), kExternal) == 0) return {chain, "local-" + chain.substr(kExternal.size())};
+  return {chain};
+}
+
 }  // namespace
 
 bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg) {
@@ -115,9 +123,9 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
     }
     const bool external = !externalKeys.empty() || nodePortKey;
 
-    // The chains that pick an endpoint: all usable endpoints (service-), this node's (local-).
-    // Each exists only when something jumps to it, and keeps a sticky range of backend slots.
-    auto dnatChain = [&](const std::string& name, const std::vector<EndpointChoice>& chosen) {
+    // The rules that pick an endpoint: all usable endpoints (service-), this node's (local-). Each
+    // keeps a sticky range of backend slots, owned by the chain name, and exists only when used.
+    auto dnatRule = [&](const std::string& owner, const std::vector<EndpointChoice>& chosen) {
       std::map<std::string, Expr> values;  // element value json -> expression
       std::vector<std::string> valueJson;
       for (const auto& ep : chosen) {
@@ -127,20 +135,24 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
         if (hairpins.insert(ep.ip).second)
           part->elements.push_back(setElement(kHairpin, ex::concat({ex::addr(ep.ip), ex::addr(ep.ip)})));
       }
-      const Slot& slot = slots.place(slotOwner(family, name), backendsMapName(sp.protocol, name, cfg.backendShards), valueJson);
+      const Slot& slot = slots.place(slotOwner(family, owner), backendsMapName(sp.protocol, owner, cfg.backendShards), valueJson);
       for (size_t i = 0; i < slot.order.size(); ++i)
         part->elements.push_back(mapElement(slot.map, ex::number(slot.base + i), values.at(slot.order[i])));
-      part->chains.push_back(Chain{name, std::nullopt,
-                                   {makeRule({st::match(ex::meta("l4proto"), "==", ex::symbol(proto)),
-                                              st::dnatMap(family, ex::numgenRandom(slot.order.size(), slot.base), slot.map)},
-                                             comment)}});
+      return makeRule({st::match(ex::meta("l4proto"), "==", ex::symbol(proto)),
+                       st::dnatMap(family, ex::numgenRandom(slot.order.size(), slot.base), slot.map)},
+                      comment);
     };
     const bool usesServiceChain = !eps.cluster.empty() && (!internalLocal || external);
-    const bool usesLocalChain = !eps.local.empty() && (internalLocal || (externalLocal && external));
-    if (usesServiceChain) dnatChain(chain, eps.cluster);
+    const bool usesLocalEndpoints = !eps.local.empty() && (internalLocal || (externalLocal && external));
+    // A local- chain only when the ClusterIP needs it (iTP=Local); for eTP=Local alone the rule
+    // ends external-<...> (one chain less per service: every chain costs each commit).
+    const bool usesLocalChain = usesLocalEndpoints && internalLocal;
+    if (usesServiceChain) part->chains.push_back(Chain{chain, std::nullopt, {dnatRule(chain, eps.cluster)}});
     else slots.release(slotOwner(family, chain));
-    if (usesLocalChain) dnatChain(localChain, eps.local);
+    std::optional<Rule> localRule;
+    if (usesLocalEndpoints) localRule = dnatRule(localChain, eps.local);
     else slots.release(slotOwner(family, localChain));
+    if (usesLocalChain) part->chains.push_back(Chain{localChain, std::nullopt, {*localRule}});
 
     // ClusterIP: internal traffic policy. Nothing usable at all: reject; Local and nothing here: drop.
     if (!owns(clusterDest)) {
@@ -178,7 +190,8 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
                                   st::markSet(ex::bitOr(ex::meta("mark"), mark)), st::goTo(chain)},
                                  "masquerade and short-circuit node traffic"));
       }
-      if (!eps.local.empty()) rules.push_back(makeRule({st::goTo(localChain)}));
+      if (usesLocalChain) rules.push_back(makeRule({st::goTo(localChain)}));
+      else if (localRule) rules.push_back(*localRule);
       part->chains.push_back(Chain{externalChain, std::nullopt, std::move(rules)});
       for (const Expr& k : externalKeys) part->elements.push_back(verdictElement(kServiceIPs, k, externalChain, comment));
       if (nodePortKey) part->elements.push_back(verdictElement(kServiceNodePorts, *nodePortKey, externalChain, comment));
@@ -284,7 +297,8 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
         auto old = t.parts.find(ownerOf(key));
         if (old == t.parts.end()) continue;
         for (const Chain& c : old->second->chains)
-          if (!wanted.count(slotOwner(t.family, c.name))) release.insert(slotOwner(t.family, c.name));
+          for (const std::string& owner : rangeOwners(c.name))
+            if (!wanted.count(slotOwner(t.family, owner))) release.insert(slotOwner(t.family, owner));
       }
   } else {
     for (const auto& [owner, slot] : slots_.slots())
@@ -315,11 +329,20 @@ void Renderer::adoptSlots(const std::vector<ListedTable>& kernel) {
   for (size_t i = 0; i < kernel.size() && i < 2; ++i) {
     Family f = kFamilies[i];
     for (const auto& [name, chain] : kernel[i].chains) {
-      // service-<...> and local-<...>: one dnat rule over a range of a backends map.
-      if ((name.rfind("service-", 0) != 0 && name.rfind("local-", 0) != 0) || chain.rules.size() != 1) continue;
+      // service-<...> and local-<...>: one dnat rule over a range of a backends map; external-<...>
+      // of an eTP=Local service ends with the local- range's rule.
+      std::string owner;
+      const ListedRule* rule = nullptr;
+      if ((name.rfind("service-", 0) == 0 || name.rfind("local-", 0) == 0) && chain.rules.size() == 1) {
+        owner = name, rule = &chain.rules[0];
+      } else if (name.rfind("external-", 0) == 0 && !chain.rules.empty()) {
+        owner = rangeOwners(name).back(), rule = &chain.rules.back();
+      } else {
+        continue;
+      }
       // [{"match":...},{"dnat":{"family":..,"addr":{"map":{"key":{"numgen":{..,"mod":N,"offset":B}},"data":"@M"}}}}]
       rapidjson::Document d;
-      d.Parse(chain.rules[0].exprJson.c_str());
+      d.Parse(rule->exprJson.c_str());
       if (d.HasParseError() || !d.IsArray() || d.Size() != 2 || !d[1].IsObject() || !d[1].HasMember("dnat")) continue;
       const auto& dn = d[1]["dnat"];
       if (!dn.HasMember("addr") || !dn["addr"].IsObject() || !dn["addr"].HasMember("map")) continue;
@@ -340,7 +363,7 @@ void Renderer::adoptSlots(const std::vector<ListedTable>& kernel) {
         if (e == set->second.elements.end()) complete = false;
         else slot.order.push_back(e->second);
       }
-      if (complete) slots_.adopt(slotOwner(f, name), std::move(slot));
+      if (complete) slots_.adopt(slotOwner(f, owner), std::move(slot));
     }
   }
 }
