@@ -13,10 +13,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "nft/diff.h"
 #include "nft/runner.h"
 #include "pkg/net/ip.h"
+#include "pkg/health/health_check_ports.h"
+#include "pkg/http/server.h"
 #include "pkg/render/health_check.h"
 #include "pkg/render/render.h"
 #include "pkg/kube/client_config.h"
@@ -204,6 +207,11 @@ int main(int argc, char** argv) {
 
   kpn::nft::NftRunner runner;
   kpn::sync::Syncer syncer(renderer, runner);
+  kpn::http::Loop httpLoop;  // before the servers on it: it must outlive them
+  kpn::health::HealthCheckPorts healthPorts(httpLoop);
+  // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
+  // sync periods (a commit failing over and over), healthy again once a sync lands.
+  std::optional<Clock::time_point> pendingSince;
   LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
 
   bool dirty = true;
@@ -237,13 +245,9 @@ int main(int argc, char** argv) {
         logProgrammingLatency(source.takeTriggerTimes());
         dirty = false;
         backoff = std::chrono::nanoseconds(0);
-        // Health-check node ports of eTP=Local LoadBalancer services go to pkg/health's servers
-        // here, as of the ruleset just committed (not wired yet):
-        //   std::map<int, kpn::health::ServiceHealthInfo> ports;
-        //   for (const auto& [port, s] : kpn::render::healthCheckNodePorts(state, cfg))
-        //     ports[port] = {s.ns, s.name, s.localEndpoints};
-        //   healthServers.update(std::move(ports));
-        // bound on the NodePort addresses: renderer.environment().family[0|1].nodePortIPs.
+        // Health-check node ports answer as of the ruleset just committed.
+        healthPorts.update(kpn::render::healthCheckNodePorts(state, cfg), renderer.environment());
+        pendingSince.reset();
       } else {
         // Retry soon, then less and less often, never slower than the sync period.
         backoff = std::min<std::chrono::nanoseconds>(backoff == std::chrono::nanoseconds(0) ? std::chrono::milliseconds(500) : backoff * 2, syncPeriod);
@@ -260,6 +264,10 @@ int main(int argc, char** argv) {
       LOG(INFO) << "signal received; exiting with the ruleset in place";
       return 0;
     }
-    if (n > 0 && (fds[0].revents & POLLIN) && source.processEvents()) dirty = true;
+    if (n > 0 && (fds[0].revents & POLLIN) && source.processEvents()) {
+      dirty = true;
+      if (!pendingSince) pendingSince = Clock::now();
+    }
+    healthPorts.setProxyHealthy(!(pendingSince && Clock::now() - *pendingSince > 2 * syncPeriod));
   }
 }

@@ -1,0 +1,42 @@
+#include "pkg/health/health_check_ports.h"
+
+#include <glog/logging.h>
+
+namespace kpn::health {
+
+std::vector<std::string> healthCheckBindAddresses(const render::Environment& env) {
+  std::vector<std::string> out;
+  for (const auto& f : env.family) {
+    if (f.nodePortMatchAll) return {};
+    out.insert(out.end(), f.nodePortIPs.begin(), f.nodePortIPs.end());
+  }
+  return out;
+}
+
+void HealthCheckPorts::update(const std::map<int32_t, render::HealthCheckService>& services,
+                              const render::Environment& env) {
+  std::map<int, ServiceHealthInfo> ports;
+  for (const auto& [port, s] : services) ports[port] = {s.ns, s.name, s.localEndpoints};
+  if (!servers_ && ports.empty()) return;  // no thread work and no sockets until a service needs them
+  std::vector<std::string> addresses = healthCheckBindAddresses(env);
+  if (!servers_ || addresses != addresses_) {
+    if (servers_)
+      LOG(INFO) << "health-check node ports move to " << (addresses.empty() ? std::string("every address") : [&] {
+        std::string s;
+        for (const auto& a : addresses) s += (s.empty() ? "" : ", ") + a;
+        return s;
+      }());
+    servers_.reset();  // closes the old listeners before binding the same ports elsewhere
+    servers_ = std::make_unique<ServiceHealthServers>(loop_, addresses);
+    servers_->setProxyHealthy(healthy_);
+    addresses_ = std::move(addresses);
+  }
+  servers_->update(std::move(ports));
+}
+
+void HealthCheckPorts::setProxyHealthy(bool healthy) {
+  healthy_ = healthy;
+  if (servers_) servers_->setProxyHealthy(healthy);
+}
+
+}  // namespace kpn::health

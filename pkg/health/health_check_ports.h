@@ -1,0 +1,39 @@
+// Keeps the health-check node port servers in step with the ruleset just committed: which
+// services have a port and how many local ready endpoints each has (render::healthCheckNodePorts),
+// and which addresses the ports listen on (the NodePort addresses of the render environment:
+// `primary` -> the node's primary IPs; a /0 in --nodeport-addresses, or no node address known
+// yet -> every address of both families). A change of addresses re-opens every port on the new
+// ones; a change of services or counts touches only those ports.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pkg/health/service_health.h"
+#include "pkg/render/environment.h"
+#include "pkg/render/health_check.h"
+
+namespace kpn::health {
+
+// The addresses health-check ports listen on for this environment; empty = every address.
+std::vector<std::string> healthCheckBindAddresses(const render::Environment& env);
+
+class HealthCheckPorts {
+ public:
+  explicit HealthCheckPorts(http::Loop& loop) : loop_(loop) {}
+
+  void update(const std::map<int32_t, render::HealthCheckService>& services, const render::Environment& env);
+  void setProxyHealthy(bool healthy);
+  // Null until the first update with a service.
+  const ServiceHealthServers* servers() const { return servers_.get(); }
+
+ private:
+  http::Loop& loop_;
+  std::vector<std::string> addresses_;
+  bool healthy_ = true;
+  std::unique_ptr<ServiceHealthServers> servers_;
+};
+
+}  // namespace kpn::health
