@@ -9,7 +9,8 @@ import time
 import pytest
 
 from apiserver_lab import ApiServer, CLIENT_CN
-from netlab import LabError, NODE_NAME, answers, endpoint_slice, node_object, service
+from netlab import (LabError, NODE_NAME, answers, endpoint_slice, expect_answers, expect_dropped, node_object,
+                    service, service_cidr)
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
 
@@ -80,14 +81,15 @@ def test_kubectl_created_service_is_reachable_and_endpoint_changes_follow(lab):
     reqs = daemon_requests(api)
     lists = [r for r in reqs if not r["watch"]]
     by_path = {r["path"].split("?")[0]: r["path"] for r in lists}
-    assert set(by_path) == {"/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices", "/api/v1/nodes"}, lists
+    assert set(by_path) == {"/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices", "/api/v1/nodes",
+                            "/apis/networking.k8s.io/v1/servicecidrs"}, lists
     for path in ("/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices"):
         q = by_path[path]
         assert "resourceVersion=0" in q and "limit=500" in q, q
         assert "labelSelector=%21service.kubernetes.io%2Fservice-proxy-name%2C%21service.kubernetes.io%2Fheadless" in q, q
     assert f"fieldSelector=metadata.name%3D{NODE_NAME}" in by_path["/api/v1/nodes"]
     watches = [r for r in reqs if r["watch"]]
-    assert len(watches) >= 3 and all("allowWatchBookmarks=true" in r["path"] for r in watches), watches
+    assert len(watches) >= 4 and all("allowWatchBookmarks=true" in r["path"] for r in watches), watches
     assert all(r["auth"] == "token" and r["token"] == api.token for r in reqs), reqs[:3]
 
 
@@ -101,7 +103,7 @@ def test_apiserver_restarts_mid_watch_the_daemon_resumes_without_relist_failures
     cli = lab.agent(client)
     probe = lab.agent(client)
     assert who_answers(probe, "10.96.1.2") == ({c1.v4}, [])
-    api.wait_watches(3)
+    api.wait_watches(4)
 
     cli.loop_start("10.96.1.1", 80)
     try:
@@ -109,7 +111,7 @@ def test_apiserver_restarts_mid_watch_the_daemon_resumes_without_relist_failures
             mark = api.mark()
             before = len(d.syncs())
             api.restart(kill=kill)  # SIGTERM ends watches cleanly; SIGKILL resets them
-            api.wait_watches(3, timeout=20)
+            api.wait_watches(4, timeout=20)
             with d.change():
                 api.replace([endpoint_slice("churn", [p.v4 for p in eps], HTTP_SLICE)])
             assert who_answers(probe, "10.96.1.2") == ({p.v4 for p in eps}, [])
@@ -134,7 +136,7 @@ def test_forced_410_relists_and_a_service_deleted_meanwhile_is_gone(lab):
     d = start_with_kubeconfig(lab, api)
     cli = lab.agent(client)
     assert who_answers(cli, "10.96.2.2") == ({b.v4}, [])
-    api.wait_watches(3)
+    api.wait_watches(4)
 
     # Outage: the daemon's watches fail (503) while the cluster changes, then history expires.
     mark = api.mark()
@@ -147,11 +149,13 @@ def test_forced_410_relists_and_a_service_deleted_meanwhile_is_gone(lab):
     api.fail(503, count=0)
 
     # It tries to resume, learns 410, relists with a consistent read, and applies the difference.
-    api.wait_request(lambda r: r.get("ua", "").startswith("kube-proxy-nft") and not r["watch"]
-                     and r["path"].startswith("/api/v1/services?") and "resourceVersion=0" not in r["path"],
-                     since=mark, timeout=30)
+    # Each reflector learns it on its own retry schedule: wait for both relists.
+    for path in ("/api/v1/services?", "/apis/discovery.k8s.io/v1/endpointslices?"):
+        api.wait_request(lambda r: r.get("ua", "").startswith("kube-proxy-nft") and not r["watch"] and r["status"] == 200
+                         and r["path"].startswith(path) and "resourceVersion=0" not in r["path"],
+                         since=mark, timeout=30)
     d.wait_syncs(before + 1, timeout=20)
-    d.settle()
+    d.settle(quiet=0.5)
     assert who_answers(cli, "10.96.2.1") == ({c.v4}, [])
     own, errs = who_answers(cli, "10.96.2.2", n=4)
     assert own == set() and len(errs) == 4, (own, errs)
@@ -168,7 +172,7 @@ def test_rotated_token_old_one_rejected_the_daemon_recovers_on_its_own(lab):
     api.create([node_object()] + web("web", "10.96.3.1", [a]))
     d = start_with_kubeconfig(lab, api)  # tokenFile: the file rotate_token rewrites
     cli = lab.agent(client)
-    api.wait_watches(3)
+    api.wait_watches(4)
     old = api.token
     mark = api.mark()
     new = api.rotate_token()
@@ -252,3 +256,27 @@ def test_bad_input_invalid_objects_skipped_errors_backed_off_nothing_synced_half
     assert "10.96.7.2" not in lab.table()
     statuses = [r["status"] for r in daemon_requests(api) if r["path"].startswith("/api/v1/services?") and not r["watch"]]
     assert statuses == [500, 500, 200], statuses
+
+
+def test_service_cidrs_from_the_api_server_drop_unallocated_addresses(lab):
+    """The fourth reflector: a ServiceCIDR created with kubectl makes its unallocated addresses
+    drop; deleting it passes them on again (a witness behind the node answers what passes)."""
+    api = ApiServer(lab)
+    pod = lab.add_pod("pod")
+    (ep,) = lab.add_backends(1, tcp=[80], udp=[])
+    lab.add_upstream_witness(["10.96.200.99"], tcp=[80])
+    api.create([node_object(), service("svc1", [("p80", 80, "TCP", 80)], ["10.96.0.41"]),
+                endpoint_slice("svc1", [ep.v4], [("p80", 80, "TCP")])])
+    d = start_with_kubeconfig(lab, api)
+    cli = lab.agent(pod)
+    expect_answers(cli, "10.96.200.99", 80, {"10.96.200.99"}, {pod.v4}, n=2, what="no ServiceCIDR yet")
+    cidr = service_cidr("kubernetes", ["10.96.0.0/16"])
+    with d.change():
+        api.create([cidr])
+    expect_dropped(cli, "10.96.200.99", 80, what="unallocated, inside the ServiceCIDR")
+    expect_answers(cli, "10.96.0.41", 80, {ep.v4}, {pod.v4}, n=2, what="an allocated ClusterIP")
+    with d.change():
+        api.delete([cidr])
+    expect_answers(cli, "10.96.200.99", 80, {"10.96.200.99"}, {pod.v4}, n=2, what="ServiceCIDR deleted")
+    lists = [r["path"] for r in daemon_requests(api) if not r["watch"]]
+    assert any(p.startswith("/apis/networking.k8s.io/v1/servicecidrs?") for p in lists), lists

@@ -222,6 +222,32 @@ TEST_CASE("reflector: a watch the server closes at once with nothing counts as a
   CHECK(r.watch() == Reflector::Outcome::Failed);
 }
 
+TEST_CASE("reflector: an optional resource the server does not serve (404) is an empty, complete list") {
+  ScriptedTransport t;
+  HttpResult notFound;
+  notFound.status = 404;
+  const std::string cidr =
+      R"({"metadata":{"name":"kubernetes","resourceVersion":"7"},"spec":{"cidrs":["10.96.0.0/16"]}})";
+  t.steps.push_back({"servicecidrs", ok(R"({"metadata":{"resourceVersion":"9"},"items":[)" + cidr + "]}"), {}});
+  t.steps.push_back({"watch=true", notFound, {}});  // the API went away
+  t.steps.push_back({"servicecidrs", notFound, {}});
+  Recorder rec;
+  ResourceSpec spec{"ServiceCIDR", "/apis/networking.k8s.io/v1/servicecidrs", "", "", true};
+  Reflector r(t, spec, rec.sink());
+  REQUIRE(r.list() == Reflector::Outcome::Ok);
+  CHECK(r.watch() == Reflector::Outcome::Failed);
+  CHECK(r.list() == Reflector::Outcome::NotServed);
+  CHECK(rec.summary() == std::vector<std::string>{"+kubernetes", "|", "-kubernetes", "|"});
+  CHECK(r.stats().errors == 0);
+  // A required resource answering 404 is an error, not an empty list.
+  ScriptedTransport t2;
+  t2.steps.push_back({"nodes", notFound, {}});
+  Recorder rec2;
+  Reflector nodes(t2, {"Node", "/api/v1/nodes", "", "", false}, rec2.sink());
+  CHECK(nodes.list() == Reflector::Outcome::Failed);
+  CHECK_FALSE(nodes.listedOnce());
+}
+
 // A transport whose streams block until cancel(), so that ApiSource's threads list and then wait.
 class ListOnlyTransport : public Transport {
  public:
@@ -268,7 +294,9 @@ TEST_CASE("API source: not synced until all three resources listed; deltas land 
     src.start();
     // The node list answers 404 in this script: the source must not claim to be synced.
     // Both lists arrive on their own threads, in either order.
-    for (int i = 0; i < 100 && (st.services.empty() || st.slicesByService.empty()); i++) {
+    // ServiceCIDRs answer 404 here: optional, so they count as listed (empty) once processed.
+    for (int i = 0; i < 100 && (st.services.empty() || st.slicesByService.empty() || src.pendingResources() != "Nodes");
+         i++) {
       pollfd p{src.fd(), POLLIN, 0};
       poll(&p, 1, 20);
       src.processEvents();

@@ -117,6 +117,7 @@ Reflector::Outcome Reflector::list() {
       deltas.clear();
       continue;
     }
+    if (spec_.optional && r.status == 404 && !r.cancelled) return notServed();
     Outcome o = classify(r, "list");
     if (o != Outcome::Ok) return o;
     ListPage page;
@@ -165,6 +166,22 @@ Reflector::Outcome Reflector::list() {
   sink_(std::move(deltas), true);
   listedOnce_ = true;
   return Outcome::Ok;
+}
+
+Reflector::Outcome Reflector::notServed() {
+  if (!notServedLogged_)
+    LOG(INFO) << transport_.server() << " does not serve " << spec_.path << " (404): no " << spec_.kind
+              << "s for now; asking again every " << opts_.notServedRetry.count() / 1000 << " s";
+  notServedLogged_ = true;
+  std::vector<Delta> deltas;
+  for (const auto& [key, rv] : known_) deltas.push_back({true, key, {}});
+  known_.clear();
+  rv_.clear();
+  needList_ = false;
+  stats_.lists++;
+  sink_(std::move(deltas), true);
+  listedOnce_ = true;
+  return Outcome::NotServed;
 }
 
 Reflector::Outcome Reflector::watch() {
@@ -233,6 +250,10 @@ Reflector::Outcome Reflector::watch() {
     return go && ended == Outcome::Ok && !stopping();
   });
   if (ended != Outcome::Ok) return stopping() ? Outcome::Stopped : ended;
+  if (spec_.optional && r.status == 404 && !r.cancelled) {
+    needList_ = true;  // the API went away: the list will say so
+    return Outcome::Failed;
+  }
   Outcome o = classify(r, "watch");
   if (o != Outcome::Ok) return o;
   if (!sawEvent && Clock::now() - started < opts_.minHealthyWatch) {
@@ -247,6 +268,10 @@ bool Reflector::sleepBackoff(int retryAfterSeconds) {
   auto d = backoff_.next();
   if (retryAfterSeconds > 0) d = std::max<Backoff::Duration>(d, std::chrono::seconds(std::min(retryAfterSeconds, 60)));
   VLOG(1) << spec_.kind << ": retrying in " << d.count() << " ms";
+  return sleepFor(d);
+}
+
+bool Reflector::sleepFor(std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lk(sleepMu_);
   return !sleepCv_.wait_for(lk, d, [this] { return stopping(); });
 }
@@ -260,6 +285,11 @@ void Reflector::run() {
       if (o == Outcome::Ok) {
         backoff_.reset();
         mustList = false;
+        continue;
+      }
+      if (o == Outcome::NotServed) {
+        backoff_.reset();
+        if (!sleepFor(opts_.notServedRetry)) return;
         continue;
       }
       if (o == Outcome::Gone) needConsistentList_ = true;

@@ -30,6 +30,9 @@ struct ResourceSpec {
   std::string path;  // collection path: "/api/v1/services"
   std::string labelSelector;
   std::string fieldSelector;
+  // An API the server may not serve (ServiceCIDRs before Kubernetes 1.33): a 404 on the list
+  // counts as an empty, complete list, looked at again every ReflectorOptions::notServedRetry.
+  bool optional = false;
 };
 
 struct Delta {
@@ -46,6 +49,7 @@ struct ReflectorOptions {
   // A watch that ends cleanly sooner than this without any event counts as a failure, so that a
   // server closing every watch at once is retried with backoff, not in a busy loop.
   std::chrono::milliseconds minHealthyWatch{1000};
+  std::chrono::milliseconds notServedRetry{std::chrono::minutes(5)};
 };
 
 struct ReflectorStats {
@@ -67,7 +71,8 @@ class Reflector {
   void stop();
 
   // The steps of run(), for tests.
-  enum class Outcome { Ok, Gone, Failed, Unauthorized, Stopped };
+  // NotServed: an optional resource's list answered 404 (the sink got it as empty).
+  enum class Outcome { Ok, Gone, Failed, Unauthorized, Stopped, NotServed };
   Outcome list();   // a full (re)list; on Ok the sink has the differences
   Outcome watch();  // one watch request, until it ends
 
@@ -80,8 +85,10 @@ class Reflector {
   std::string listTarget(bool consistent, const std::string& cont) const;
   std::string watchTarget();
   Outcome classify(const HttpResult& r, const char* what);
+  Outcome notServed();
   // Whether run() should go on after sleeping for the backoff.
   bool sleepBackoff(int retryAfterSeconds);
+  bool sleepFor(std::chrono::milliseconds d);
   bool stopping() const { return stop_.load(); }
 
   Transport& transport_;
@@ -94,7 +101,8 @@ class Reflector {
   std::unordered_map<std::string, std::string> known_;
   bool listedOnce_ = false;
   bool needConsistentList_ = false;  // after 410: the watch cache may be behind, read from etcd
-  bool needList_ = false;            // a watch saw something it could not decode: relist
+  bool needList_ = false;            // a watch saw something it could not decode (or a 404): relist
+  bool notServedLogged_ = false;
   int retryAfter_ = 0;               // the last answer's Retry-After, seconds
   std::atomic<bool> stop_{false};
   std::mutex sleepMu_;

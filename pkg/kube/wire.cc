@@ -32,13 +32,14 @@ WireItem decodeItem(const JV& v, const std::string& kind) {
   const JV* meta = member(v, "metadata");
   std::string ns = meta ? str(member(*meta, "namespace")) : "";
   std::string name = meta ? str(member(*meta, "name")) : "";
-  if (kind != "Node" && ns.empty()) ns = "default";
-  if (!name.empty()) item.key = kind == "Node" ? name : ns + "/" + name;
+  const bool clusterScoped = kind == "Node" || kind == "ServiceCIDR";
+  if (!clusterScoped && ns.empty()) ns = "default";
+  if (!name.empty()) item.key = clusterScoped ? name : ns + "/" + name;
   if (meta) item.resourceVersion = str(member(*meta, "resourceVersion"));
 
   api::DecodedObjects d;
   api::decodeObjectAs(v, kind, d);
-  size_t n = d.services.size() + d.slices.size() + d.nodes.size();
+  size_t n = d.services.size() + d.slices.size() + d.nodes.size() + d.serviceCIDRs.size();
   if (!d.errors.empty()) {
     item.error = d.errors.front();
   } else if (n != 1) {
@@ -55,6 +56,9 @@ WireItem decodeItem(const JV& v, const std::string& kind) {
   } else if (kind == "Node" && d.nodes.size() == 1) {
     keepUsefulAnnotations(d.nodes[0]);
     item.object = std::make_shared<const api::Node>(std::move(d.nodes[0]));
+  } else if (kind == "ServiceCIDR" && d.serviceCIDRs.size() == 1) {
+    keepUsefulAnnotations(d.serviceCIDRs[0]);
+    item.object = std::make_shared<const api::ServiceCIDR>(std::move(d.serviceCIDRs[0]));
   } else {
     item.error = kind + " " + item.key + ": object of another kind";
   }

@@ -15,7 +15,7 @@
 namespace kpn::kube {
 
 // One decoded object, or monostate when it failed to decode or validate (see WireItem::error).
-using Object = std::variant<std::monostate, state::ServicePtr, state::SlicePtr, state::NodePtr>;
+using Object = std::variant<std::monostate, state::ServicePtr, state::SlicePtr, state::NodePtr, state::ServiceCIDRPtr>;
 
 struct WireItem {
   std::string key;              // "ns/name" (namespaced kinds) or "name"; "" when even that is unreadable
@@ -30,7 +30,7 @@ struct ListPage {
   std::vector<WireItem> items;
 };
 
-// `kind` is the item kind ("Service", "EndpointSlice", "Node"). Returns an error text when the
+// `kind` is the item kind ("Service", "EndpointSlice", "Node", "ServiceCIDR"). Returns an error text when the
 // body is not a list at all; bad single items come back with their error set.
 std::optional<std::string> decodeListPage(std::string_view body, const std::string& kind, ListPage& out);
 

@@ -53,6 +53,7 @@ ApiSource::ApiSource(std::unique_ptr<kube::Transport> transport, std::string nod
   make(kServices, {"Service", "/api/v1/services", kProxyLabelSelector, ""});
   make(kSlices, {"EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices", kProxyLabelSelector, ""});
   make(kNode, {"Node", "/api/v1/nodes", "", "metadata.name=" + nodeName_});
+  make(kServiceCIDRs, {"ServiceCIDR", "/apis/networking.k8s.io/v1/servicecidrs", "", "", /*optional=*/true});
 }
 
 ApiSource::~ApiSource() {
@@ -79,6 +80,7 @@ void ApiSource::enqueue(Resource r, std::vector<kube::Delta>&& deltas, bool list
 bool ApiSource::apply(Resource r, kube::Delta& d) {
   size_t before = state_.changedServices.size();
   bool nodeBefore = state_.nodeChanged;
+  bool cidrsBefore = state_.serviceCIDRsChanged;
   std::string ns, name;
   splitKey(d.key, ns, name);
   switch (r) {
@@ -118,10 +120,15 @@ bool ApiSource::apply(Resource r, kube::Delta& d) {
         if (node->meta.name == nodeName_) state_.setNode(node);
       }
       break;
+    case kServiceCIDRs:
+      if (d.deleted) state_.deleteServiceCIDR(name);
+      else state_.upsertServiceCIDR(std::get<state::ServiceCIDRPtr>(d.object));
+      break;
     default:
       break;
   }
-  return state_.changedServices.size() != before || state_.nodeChanged != nodeBefore;
+  return state_.changedServices.size() != before || state_.nodeChanged != nodeBefore ||
+         state_.serviceCIDRsChanged != cidrsBefore;
 }
 
 bool ApiSource::processEvents() {

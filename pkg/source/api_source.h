@@ -1,8 +1,9 @@
 // The Kubernetes API server as the cluster-state source: three reflectors (Services and
 // EndpointSlices with upstream kube-proxy's label selector, and this node's Node) on their own
 // threads hand decoded deltas to a queue; the main thread applies them to the ClusterState in
-// processEvents(), so the state, the renderer and the syncer stay single-threaded.
-// hasSynced() turns true once all three have completed their first list.
+// processEvents(), so the state, the renderer and the syncer stay single-threaded. A fourth
+// reflector follows the cluster's ServiceCIDRs where the API server serves them (a 404 counts as
+// none). hasSynced() turns true once every one has completed its first list.
 #pragma once
 
 #include <array>
@@ -47,7 +48,7 @@ class ApiSource final : public Source {
   uint64_t skippedObjects() const;
 
  private:
-  enum Resource { kServices, kSlices, kNode, kResources };
+  enum Resource { kServices, kSlices, kNode, kServiceCIDRs, kResources };
   struct Batch {
     Resource resource;
     std::vector<kube::Delta> deltas;
