@@ -1,6 +1,7 @@
 // kube-proxy-nft: makes Service traffic work on this node with one atomic nftables ruleset.
 // Wiring only: flags -> source -> store -> syncer; each piece lives in pkg/ or nft/.
 #include <gflags/gflags.h>
+#include <malloc.h>
 #include <glog/logging.h>
 #include <poll.h>
 #include <signal.h>
@@ -160,6 +161,11 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = true;
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  // Big short-lived buffers (list bodies and their JSON trees, transactions) straight from mmap,
+  // so they go back to the system when freed. glibc's default threshold rises to 32 MiB after
+  // the first such buffer is freed, after which they land in the heap between long-lived
+  // objects and keep its pages resident.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
   if (FLAGS_cleanup) return runCleanup();
 
