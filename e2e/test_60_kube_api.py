@@ -92,6 +92,13 @@ def test_kubectl_created_service_is_reachable_and_endpoint_changes_follow(lab):
     assert len(watches) >= 4 and all("allowWatchBookmarks=true" in r["path"] for r in watches), watches
     assert all(r["auth"] == "token" and r["token"] == api.token for r in reqs), reqs[:3]
 
+    # SIGTERM with four watches open: a clean exit, the table left in place.
+    table = lab.table()
+    d.stop()
+    assert d.proc.returncode == 0, d.tail()
+    assert "exiting with the ruleset in place" in d.stderr()
+    assert lab.table() == table
+
 
 def test_apiserver_restarts_mid_watch_the_daemon_resumes_without_relist_failures_or_full_sync(lab):
     api = ApiServer(lab)

@@ -113,12 +113,13 @@ std::unique_ptr<kpn::source::Source> makeSource(const std::string& nodeName, kpn
 }
 
 // The API source fills the state in the background: a dry run waits for the first full list.
-bool waitSynced(kpn::source::Source& source, std::chrono::seconds limit) {
+bool waitSynced(kpn::source::Source& source, int sigfd, std::chrono::seconds limit) {
   auto deadline = Clock::now() + limit;
   while (!source.hasSynced()) {
     if (Clock::now() > deadline) return false;
-    pollfd pfd{source.fd(), POLLIN, 0};
-    poll(&pfd, 1, 100);
+    pollfd fds[2] = {{source.fd(), POLLIN, 0}, {sigfd, POLLIN, 0}};
+    poll(fds, 2, 100);
+    if (fds[1].revents & POLLIN) return false;  // interrupted
     source.processEvents();
   }
   return true;
@@ -189,6 +190,16 @@ int main(int argc, char** argv) {
                                                             FLAGS_iptables_sync_period));
   if (syncPeriod <= std::chrono::nanoseconds(0)) syncPeriod = std::chrono::seconds(30);
 
+  // SIGTERM/SIGINT end the loop; the ruleset stays in place, so traffic keeps flowing. Blocked
+  // before any thread exists (the API source starts several): a thread that does not block them
+  // would take the signal's default action and kill the process mid-whatever.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
   kpn::state::ClusterState state;
   std::unique_ptr<kpn::source::Source> sourcePtr = makeSource(cfg.nodeName, state);
   kpn::source::Source& source = *sourcePtr;
@@ -196,20 +207,13 @@ int main(int argc, char** argv) {
   kpn::render::Renderer renderer(cfg);
   renderer.setHostAddresses(kpn::net::readHostAddresses());
   if (FLAGS_dry_run) {
-    if (!waitSynced(source, std::chrono::seconds(60))) {
+    if (!waitSynced(source, sigfd, std::chrono::seconds(60))) {
       std::cerr << "dry run: " << source.describe() << " did not list everything within 60 s\n";
       return 1;
     }
     return runDryRun(renderer, state);
   }
 
-  // SIGTERM/SIGINT end the loop; the ruleset stays in place, so traffic keeps flowing.
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
-  int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
   kpn::nft::NftRunner runner;
   kpn::sync::Syncer syncer(renderer, runner);
