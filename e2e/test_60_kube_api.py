@@ -72,6 +72,14 @@ def test_kubectl_created_service_is_reachable_and_endpoint_changes_follow(lab):
         api.replace([endpoint_slice("web", [b.v4], HTTP_SLICE)])
     assert who_answers(cli, "10.96.0.10") == ({b.v4}, [])
 
+    # Restarted: it lists, reconciles with its own table and finds nothing to change.
+    first = d
+    first.stop()
+    assert first.proc.returncode == 0, first.tail()
+    d = start_with_kubeconfig(lab, api)
+    assert d.syncs()[0]["ops"] == 0, d.syncs()
+    assert who_answers(cli, "10.96.0.10") == ({b.v4}, [])
+
     with d.change():
         api.delete(web("web", "10.96.0.10", []))
     assert "10.96.0.10" not in lab.table()
