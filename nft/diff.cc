@@ -88,13 +88,15 @@ Flat flatten(const Table& t) {
   Flat f;
   for (const auto& [owner, part] : t.parts) {
     for (const Chain& c : part->chains) f.chains.emplace(c.name, Owned<Chain>{&c, &part});
-    for (const Element& e : part->elements) f.elements[e.set].emplace(e.key.json, Owned<Element>{&e, &part});
+    for (const Element& e : part->elements) f.elements[e.set].emplace(e.key, Owned<Element>{&e, &part});
   }
   return f;
 }
 
 Element keyOnly(const std::string& set, const std::string& keyJson) {
-  return Element{set, Expr{keyJson, keyJson}, std::nullopt, "", {}};
+  Element e{set, keyJson, "", ""};
+  e.rawKeyText = true;
+  return e;
 }
 
 }  // namespace
@@ -110,7 +112,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   };
   std::map<std::string, Pending> overlay;  // ordered: element operations come out grouped by set
   auto touch = [&](const Table& t, const Element& e) -> Pending& {
-    std::string key = indexKey(t, e.set, e.key.json);
+    std::string key = indexKey(t, e.set, e.key);
     auto it = overlay.find(key);
     if (it == overlay.end()) {
       auto c = from.elements.find(key);
@@ -205,7 +207,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
     bool had = c != from.elements.end() && c->second.count > 0;
     const Table& t = *p.table;
     if (p.count > 0) {
-      std::string value = p.elem->value ? p.elem->value->json : "";
+      const std::string& value = p.elem->value;
       if (!had) {
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
       } else if (c->second.valueJson != value) {
@@ -267,7 +269,7 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
           if (we != w->second.end()) e = &we->second;
         }
         if (!e) ph.delElems.deleteElement(tt.family, tt.name, keyOnly(setName, keyJson));
-        else if (((*e)->value ? (*e)->value->json : "") != valueJson) {
+        else if ((*e)->value != valueJson) {
           ph.delElems.deleteElement(tt.family, tt.name, **e, *e->part);
           ph.addElems.addElement(tt.family, tt.name, **e, *e->part);
         }
@@ -322,9 +324,9 @@ ElementIndex buildIndex(const Ruleset& rs) {
   for (const Table& t : rs.tables)
     for (const auto& [owner, part] : t.parts)
       for (const Element& e : part->elements) {
-        ElementRef& r = idx[indexKey(t, e.set, e.key.json)];
+        ElementRef& r = idx[indexKey(t, e.set, e.key)];
         ++r.count;
-        r.valueJson = e.value ? e.value->json : "";
+        r.valueJson = e.value;
       }
   return idx;
 }
