@@ -6,14 +6,39 @@
 
 namespace kpn::nft {
 
+std::string indexSetKey(Family f, const std::string& table, const std::string& set) {
+  std::string k = familyName(f);
+  k += '|';
+  k += table;
+  k += '|';
+  k += set;
+  return k;
+}
+
+const ElementRef* ElementIndex::find(const std::string& setKey, const std::string& keyJson) const {
+  auto s = sets_.find(setKey);
+  if (s == sets_.end()) return nullptr;
+  auto e = s->second.find(keyJson);
+  return e == s->second.end() ? nullptr : &e->second;
+}
+
+void ElementIndex::erase(const std::string& setKey, const std::string& keyJson) {
+  auto s = sets_.find(setKey);
+  if (s == sets_.end()) return;
+  s->second.erase(keyJson);
+  if (s->second.empty()) sets_.erase(s);
+}
+
+size_t ElementIndex::size() const {
+  size_t n = 0;
+  for (const auto& [setKey, elems] : sets_) n += elems.size();
+  return n;
+}
+
 namespace {
 
 std::string indexKey(const Table& t, const std::string& set, const std::string& keyJson) {
-  std::string k = familyName(t.family);
-  k += '|';
-  k += t.name;
-  k += '|';
-  k += set;
+  std::string k = indexSetKey(t.family, t.name, set);
   k += '|';
   k += keyJson;
   return k;
@@ -115,8 +140,8 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
     std::string key = indexKey(t, e.set, e.key);
     auto it = overlay.find(key);
     if (it == overlay.end()) {
-      auto c = from.elements.find(key);
-      it = overlay.emplace(std::move(key), Pending{c == from.elements.end() ? 0 : c->second.count, nullptr, &t}).first;
+      const ElementRef* c = from.elements.find(indexSetKey(t.family, t.name, e.set), e.key);
+      it = overlay.emplace(std::move(key), Pending{c ? c->count : 0, nullptr, &t}).first;
     }
     return it->second;
   };
@@ -203,22 +228,23 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   }
 
   for (const auto& [key, p] : overlay) {
-    auto c = from.elements.find(key);
-    bool had = c != from.elements.end() && c->second.count > 0;
     const Table& t = *p.table;
+    std::string setKey = indexSetKey(t.family, t.name, p.elem->set);
+    const ElementRef* c = from.elements.find(setKey, p.elem->key);
+    bool had = c && c->count > 0;
     if (p.count > 0) {
       const std::string& value = p.elem->value;
       if (!had) {
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
-      } else if (c->second.valueJson != value) {
+      } else if (c->valueJson != value) {
         ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
       }
-      if (!had || c->second.count != p.count || c->second.valueJson != value)
-        plan.indexDeltas.emplace_back(key, ElementRef{p.count, value});
+      if (!had || c->count != p.count || c->valueJson != value)
+        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, ElementRef{p.count, value}});
     } else if (had) {
       ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
-      plan.indexDeltas.emplace_back(key, std::nullopt);
+      plan.indexDeltas.push_back({std::move(setKey), p.elem->key, std::nullopt});
     }
   }
   plan.txn = std::move(ph).join();
@@ -324,7 +350,7 @@ ElementIndex buildIndex(const Ruleset& rs) {
   for (const Table& t : rs.tables)
     for (const auto& [owner, part] : t.parts)
       for (const Element& e : part->elements) {
-        ElementRef& r = idx[indexKey(t, e.set, e.key)];
+        ElementRef& r = idx(indexSetKey(t.family, t.name, e.set), e.key);
         ++r.count;
         r.valueJson = e.value;
       }
@@ -337,9 +363,9 @@ void applyCommitted(Committed& c, Ruleset to, const Plan& plan) {
     c.elements = buildIndex(c.ruleset);
     return;
   }
-  for (const auto& [key, ref] : plan.indexDeltas) {
-    if (ref) c.elements[key] = *ref;
-    else c.elements.erase(key);
+  for (const auto& d : plan.indexDeltas) {
+    if (d.ref) c.elements(d.setKey, d.keyJson) = *d.ref;
+    else c.elements.erase(d.setKey, d.keyJson);
   }
 }
 
