@@ -113,7 +113,7 @@ Flat flatten(const Table& t) {
   Flat f;
   for (const auto& [owner, part] : t.parts) {
     for (const Chain& c : part->chains) f.chains.emplace(c.name, Owned<Chain>{&c, &part});
-    for (const Element& e : part->elements) f.elements[e.set].emplace(e.key, Owned<Element>{&e, &part});
+    for (const Element& e : part->elements) f.elements[e.set.str()].emplace(e.key, Owned<Element>{&e, &part});
   }
   return f;
 }

@@ -1,5 +1,8 @@
 #include "nft/model.h"
 
+#include <mutex>
+#include <unordered_set>
+
 namespace kpn::nft {
 
 Rule makeRule(const std::vector<Stmt>& stmts, std::string comment) {
@@ -19,6 +22,20 @@ Rule makeRule(const std::vector<Stmt>& stmts, std::string comment) {
   r.comment = std::move(comment);
   return r;
 }
+
+namespace {
+// Never shrinks: names are bounded by our layout (and, after a listing, by what our tables held).
+const std::string* internName(const std::string& name) {
+  static std::mutex mu;
+  static auto* names = new std::unordered_set<std::string>();  // node-based: stable addresses
+  std::lock_guard<std::mutex> lock(mu);
+  return &*names->insert(name).first;
+}
+}  // namespace
+
+SetName::SetName() : name_(internName("")) {}
+SetName::SetName(const std::string& name) : name_(internName(name)) {}
+SetName::SetName(const char* name) : name_(internName(name)) {}
 
 Element setElement(std::string set, Expr key, std::string comment) {
   return Element{std::move(set), std::move(key.json), "", std::move(comment)};
@@ -43,7 +60,6 @@ std::vector<std::string> Element::chainRefs() const {
 void shrinkToFit(Part& part) {
   part.elements.shrink_to_fit();
   for (Element& e : part.elements) {
-    e.set.shrink_to_fit();
     e.key.shrink_to_fit();
     e.value.shrink_to_fit();
     e.comment.shrink_to_fit();

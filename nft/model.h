@@ -50,10 +50,26 @@ struct SetDecl {
   }
 };
 
+// A set or map name as elements hold it: one pointer to a process-wide copy of the name (the
+// names are few — our constant set names and the backend map shards — and elements many).
+class SetName {
+ public:
+  SetName();
+  SetName(const std::string& name);  // NOLINT: implicit, a name is a name
+  SetName(const char* name);          // NOLINT
+  const std::string& str() const { return *name_; }
+  operator const std::string&() const { return *name_; }  // NOLINT
+  bool operator==(const SetName& o) const { return name_ == o.name_; }
+  bool operator!=(const SetName& o) const { return name_ != o.name_; }
+
+ private:
+  const std::string* name_;
+};
+
 // Elements keep only nft's JSON spelling of key and value: at 10k services a Part holds ~220k of
 // them, and the native text (--dry-run, logs) is derived on demand by exprText().
 struct Element {
-  std::string set;
+  SetName set;
   std::string key;    // JSON
   std::string value;  // JSON; empty for a set element
   std::string comment;

@@ -113,3 +113,19 @@ TEST_CASE("element text from JSON is exactly what the builders write") {
   CHECK(verdictElement("m", ex::addr("1.2.3.4"), "c").chainRefs() == std::vector<std::string>{"c"});
   CHECK(setElement("s", ex::addr("1.2.3.4")).chainRefs().empty());
 }
+
+TEST_CASE("set names are shared, compare by name and read as strings") {
+  std::string built = std::string("backends-") + "tcp-7";
+  SetName a("backends-tcp-7"), b(built), c("backends-tcp-8"), none;
+  CHECK(a == b);
+  CHECK(a != c);
+  CHECK(&a.str() == &b.str());
+  CHECK(a.str() == "backends-tcp-7");
+  CHECK(none.str().empty());
+  const std::string& asString = c;
+  CHECK(asString == "backends-tcp-8");
+  Element e = setElement(built, ex::addr("1.2.3.4"));
+  CHECK(e.set == a);
+  CHECK(e == setElement("backends-tcp-7", ex::addr("1.2.3.4")));
+  CHECK(!(e == setElement("backends-tcp-8", ex::addr("1.2.3.4"))));
+}
