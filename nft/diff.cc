@@ -6,14 +6,39 @@
 
 namespace kpn::nft {
 
+std::string indexSetKey(Family f, const std::string& table, const std::string& set) {
+  std::string k = familyName(f);
+  k += '|';
+  k += table;
+  k += '|';
+  k += set;
+  return k;
+}
+
+const ElementRef* ElementIndex::find(const std::string& setKey, const std::string& keyJson) const {
+  auto s = sets_.find(setKey);
+  if (s == sets_.end()) return nullptr;
+  auto e = s->second.find(keyJson);
+  return e == s->second.end() ? nullptr : &e->second;
+}
+
+void ElementIndex::erase(const std::string& setKey, const std::string& keyJson) {
+  auto s = sets_.find(setKey);
+  if (s == sets_.end()) return;
+  s->second.erase(keyJson);
+  if (s->second.empty()) sets_.erase(s);
+}
+
+size_t ElementIndex::size() const {
+  size_t n = 0;
+  for (const auto& [setKey, elems] : sets_) n += elems.size();
+  return n;
+}
+
 namespace {
 
 std::string indexKey(const Table& t, const std::string& set, const std::string& keyJson) {
-  std::string k = familyName(t.family);
-  k += '|';
-  k += t.name;
-  k += '|';
-  k += set;
+  std::string k = indexSetKey(t.family, t.name, set);
   k += '|';
   k += keyJson;
   return k;
@@ -88,13 +113,15 @@ Flat flatten(const Table& t) {
   Flat f;
   for (const auto& [owner, part] : t.parts) {
     for (const Chain& c : part->chains) f.chains.emplace(c.name, Owned<Chain>{&c, &part});
-    for (const Element& e : part->elements) f.elements[e.set].emplace(e.key.json, Owned<Element>{&e, &part});
+    for (const Element& e : part->elements) f.elements[e.set.str()].emplace(e.key, Owned<Element>{&e, &part});
   }
   return f;
 }
 
 Element keyOnly(const std::string& set, const std::string& keyJson) {
-  return Element{set, Expr{keyJson, keyJson}, std::nullopt, "", {}};
+  Element e{set, keyJson, "", ""};
+  e.rawKeyText = true;
+  return e;
 }
 
 }  // namespace
@@ -110,11 +137,11 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   };
   std::map<std::string, Pending> overlay;  // ordered: element operations come out grouped by set
   auto touch = [&](const Table& t, const Element& e) -> Pending& {
-    std::string key = indexKey(t, e.set, e.key.json);
+    std::string key = indexKey(t, e.set, e.key);
     auto it = overlay.find(key);
     if (it == overlay.end()) {
-      auto c = from.elements.find(key);
-      it = overlay.emplace(std::move(key), Pending{c == from.elements.end() ? 0 : c->second.count, nullptr, &t}).first;
+      const ElementRef* c = from.elements.find(indexSetKey(t.family, t.name, e.set), e.key);
+      it = overlay.emplace(std::move(key), Pending{c ? c->count : 0, nullptr, &t}).first;
     }
     return it->second;
   };
@@ -201,22 +228,23 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   }
 
   for (const auto& [key, p] : overlay) {
-    auto c = from.elements.find(key);
-    bool had = c != from.elements.end() && c->second.count > 0;
     const Table& t = *p.table;
+    std::string setKey = indexSetKey(t.family, t.name, p.elem->set);
+    const ElementRef* c = from.elements.find(setKey, p.elem->key);
+    bool had = c && c->count > 0;
     if (p.count > 0) {
-      std::string value = p.elem->value ? p.elem->value->json : "";
+      const std::string& value = p.elem->value;
       if (!had) {
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
-      } else if (c->second.valueJson != value) {
+      } else if (c->valueJson != value) {
         ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
       }
-      if (!had || c->second.count != p.count || c->second.valueJson != value)
-        plan.indexDeltas.emplace_back(key, ElementRef{p.count, value});
+      if (!had || c->count != p.count || c->valueJson != value)
+        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, ElementRef{p.count, value}});
     } else if (had) {
       ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
-      plan.indexDeltas.emplace_back(key, std::nullopt);
+      plan.indexDeltas.push_back({std::move(setKey), p.elem->key, std::nullopt});
     }
   }
   plan.txn = std::move(ph).join();
@@ -267,7 +295,7 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
           if (we != w->second.end()) e = &we->second;
         }
         if (!e) ph.delElems.deleteElement(tt.family, tt.name, keyOnly(setName, keyJson));
-        else if (((*e)->value ? (*e)->value->json : "") != valueJson) {
+        else if ((*e)->value != valueJson) {
           ph.delElems.deleteElement(tt.family, tt.name, **e, *e->part);
           ph.addElems.addElement(tt.family, tt.name, **e, *e->part);
         }
@@ -322,9 +350,9 @@ ElementIndex buildIndex(const Ruleset& rs) {
   for (const Table& t : rs.tables)
     for (const auto& [owner, part] : t.parts)
       for (const Element& e : part->elements) {
-        ElementRef& r = idx[indexKey(t, e.set, e.key.json)];
+        ElementRef& r = idx(indexSetKey(t.family, t.name, e.set), e.key);
         ++r.count;
-        r.valueJson = e.value ? e.value->json : "";
+        r.valueJson = e.value;
       }
   return idx;
 }
@@ -335,9 +363,9 @@ void applyCommitted(Committed& c, Ruleset to, const Plan& plan) {
     c.elements = buildIndex(c.ruleset);
     return;
   }
-  for (const auto& [key, ref] : plan.indexDeltas) {
-    if (ref) c.elements[key] = *ref;
-    else c.elements.erase(key);
+  for (const auto& d : plan.indexDeltas) {
+    if (d.ref) c.elements(d.setKey, d.keyJson) = *d.ref;
+    else c.elements.erase(d.setKey, d.keyJson);
   }
 }
 

@@ -26,7 +26,21 @@ struct ElementRef {
   int count = 0;
   std::string valueJson;
 };
-using ElementIndex = std::unordered_map<std::string, ElementRef>;  // key: family|table|set|keyjson
+// By set ("family|table|set", stored once per set rather than once per element), then by key
+// JSON: at 10k services the prefix copies were ~half of the index's key strings, and a backend
+// map's keys (numbers) now fit in a string's inline buffer.
+class ElementIndex {
+ public:
+  const ElementRef* find(const std::string& setKey, const std::string& keyJson) const;
+  ElementRef& operator()(const std::string& setKey, const std::string& keyJson) { return sets_[setKey][keyJson]; }
+  void erase(const std::string& setKey, const std::string& keyJson);
+  size_t size() const;
+
+ private:
+  std::unordered_map<std::string, std::unordered_map<std::string, ElementRef>> sets_;
+};
+// "family|table|set"
+std::string indexSetKey(Family f, const std::string& table, const std::string& set);
 
 struct Committed {
   Ruleset ruleset;
@@ -36,7 +50,11 @@ struct Committed {
 struct Plan {
   Transaction txn;
   // Index updates to apply once the transaction committed (nullopt = erase).
-  std::vector<std::pair<std::string, std::optional<ElementRef>>> indexDeltas;
+  struct IndexDelta {
+    std::string setKey, keyJson;
+    std::optional<ElementRef> ref;
+  };
+  std::vector<IndexDelta> indexDeltas;
   bool rebuildIndex = false;  // reconcile/full plans: rebuild the index from the ruleset instead
   // Reconcile only: the kernel holds something a targeted change cannot fix (a set of another
   // type, a base chain with another hook); the caller should run a full plan instead.

@@ -119,3 +119,139 @@ Expr gotoVerdict(const std::string& chain) {
 }
 
 }  // namespace kpn::nft
+
+namespace kpn::nft {
+
+namespace {
+
+// A strict reader of the few JSON shapes our builders write (no whitespace, fixed key order).
+// Every function returns false when the input is not one of them; the caller then falls back.
+class TextReader {
+ public:
+  explicit TextReader(std::string_view s) : s_(s) {}
+
+  bool expr(std::string& out) {
+    if (pos_ >= s_.size()) return false;
+    char c = s_[pos_];
+    if (c == '"') return string(out);
+    if (c == '-' || (c >= '0' && c <= '9')) return number(out);
+    if (c != '{') return false;
+    if (lit("{\"concat\":[")) {
+      for (bool first = true;; first = false) {
+        if (!first) {
+          if (lit("]}")) return true;
+          if (!lit(",")) return false;
+          out += " . ";
+        } else if (lit("]}")) {
+          return true;
+        }
+        if (!expr(out)) return false;
+      }
+    }
+    if (lit("{\"prefix\":{\"addr\":")) {
+      if (!string(out)) return false;
+      out += '/';
+      return lit(",\"len\":") && number(out) && lit("}}");
+    }
+    for (const char* v : {"goto", "jump"}) {
+      if (lit(std::string("{\"") + v + "\":{\"target\":")) {
+        out += v;
+        out += ' ';
+        return string(out) && lit("}}");
+      }
+    }
+    for (const char* v : {"drop", "accept", "return"}) {
+      if (lit(std::string("{\"") + v + "\":null}")) {
+        out += v;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool atEnd() const { return pos_ == s_.size(); }
+  bool lit(std::string_view l) {
+    if (s_.substr(pos_, l.size()) != l) return false;
+    pos_ += l.size();
+    return true;
+  }
+
+  // A JSON string literal, unescaped (the escapes appendJsonString writes).
+  bool string(std::string& out) {
+    if (pos_ >= s_.size() || s_[pos_] != '"') return false;
+    for (++pos_; pos_ < s_.size(); ++pos_) {
+      char c = s_[pos_];
+      if (c == '"') {
+        ++pos_;
+        return true;
+      }
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (++pos_ >= s_.size()) return false;
+      switch (s_[pos_]) {
+        case '"': out.push_back('"'); break;
+        case '\\': out.push_back('\\'); break;
+        case '/': out.push_back('/'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'u': {
+          if (pos_ + 4 >= s_.size()) return false;
+          unsigned v = 0;
+          for (int i = 1; i <= 4; ++i) {
+            char h = s_[pos_ + i];
+            v <<= 4;
+            if (h >= '0' && h <= '9') v |= h - '0';
+            else if (h >= 'a' && h <= 'f') v |= h - 'a' + 10;
+            else if (h >= 'A' && h <= 'F') v |= h - 'A' + 10;
+            else return false;
+          }
+          if (v >= 0x20) return false;  // appendJsonString escapes control characters only
+          out.push_back(static_cast<char>(v));
+          pos_ += 4;
+          break;
+        }
+        default: return false;
+      }
+    }
+    return false;
+  }
+
+ private:
+  bool number(std::string& out) {
+    size_t start = pos_;
+    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
+    size_t digits = pos_;
+    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+    if (pos_ == digits) return false;
+    out.append(s_.substr(start, pos_ - start));
+    return true;
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string exprText(std::string_view json) {
+  std::string out;
+  TextReader r(json);
+  if (r.expr(out) && r.atEnd()) return out;
+  return std::string(json);
+}
+
+std::string verdictTarget(std::string_view json) {
+  for (std::string_view head : {std::string_view("{\"goto\":{\"target\":"), std::string_view("{\"jump\":{\"target\":")}) {
+    if (json.substr(0, head.size()) != head) continue;
+    TextReader r(json.substr(head.size()));
+    std::string target;
+    if (r.string(target) && r.lit("}}") && r.atEnd()) return target;
+  }
+  return "";
+}
+
+}  // namespace kpn::nft

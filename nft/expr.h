@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kpn::nft {
@@ -61,5 +62,12 @@ Stmt markSet(const Expr& value);
 
 // Verdict values for verdict-map elements.
 Expr gotoVerdict(const std::string& chain);
+
+// The native text of an element key or value from its JSON, exactly as the builders above write
+// it, for the forms elements use: strings (addresses, symbols), numbers, concat, prefix, and the
+// verdicts goto/jump/drop/accept/return. Anything else comes back as the JSON itself.
+std::string exprText(std::string_view json);
+// The target of a {"goto":..} or {"jump":..} verdict; "" for anything else.
+std::string verdictTarget(std::string_view json);
 
 }  // namespace kpn::nft

@@ -94,17 +94,18 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
       auto s = t.sets.find(op.name);
       if (s == t.sets.end()) return fail("No such file or directory (set " + op.name + ")");
       const Element& e = op.element();
-      auto have = s->second.elements.find(e.key.json);
-      std::string value = e.value ? e.value->json : "";
+      auto have = s->second.elements.find(e.key);
+      const std::string& value = e.value;
       if (op.verb == Verb::Add) {
-        for (const auto& ref : e.chainRefs)
+        std::vector<std::string> chainRefs = e.chainRefs();
+        for (const auto& ref : chainRefs)
           if (!t.chains.count(ref)) return fail("No such file or directory (goto " + ref + ")");
         if (have != s->second.elements.end() && have->second.first != value)
-          return fail("File exists (element " + e.key.text + " in " + op.name + ")");
-        s->second.elements[e.key.json] = {value, e.chainRefs};
+          return fail("File exists (element " + e.keyText() + " in " + op.name + ")");
+        s->second.elements[e.key] = {value, std::move(chainRefs)};
       } else {
         if (have == s->second.elements.end())
-          return fail("No such file or directory (element " + e.key.text + " in " + op.name + ")");
+          return fail("No such file or directory (element " + e.keyText() + " in " + op.name + ")");
         s->second.elements.erase(have);
       }
       return {};

@@ -50,15 +50,39 @@ struct SetDecl {
   }
 };
 
+// A set or map name as elements hold it: one pointer to a process-wide copy of the name (the
+// names are few — our constant set names and the backend map shards — and elements many).
+class SetName {
+ public:
+  SetName();
+  SetName(const std::string& name);  // NOLINT: implicit, a name is a name
+  SetName(const char* name);          // NOLINT
+  const std::string& str() const { return *name_; }
+  operator const std::string&() const { return *name_; }  // NOLINT
+  bool operator==(const SetName& o) const { return name_ == o.name_; }
+  bool operator!=(const SetName& o) const { return name_ != o.name_; }
+
+ private:
+  const std::string* name_;
+};
+
+// Elements keep only nft's JSON spelling of key and value: at 10k services a Part holds ~220k of
+// them, and the native text (--dry-run, logs) is derived on demand by exprText().
 struct Element {
-  std::string set;
-  Expr key;
-  std::optional<Expr> value;  // maps only
+  SetName set;
+  std::string key;    // JSON
+  std::string value;  // JSON; empty for a set element
   std::string comment;
-  std::vector<std::string> chainRefs;  // verdict targets
+  // An element known only by a listed key (a stale kernel element to delete): its text is
+  // written as the key's JSON, as it always was.
+  bool rawKeyText = false;
+  bool hasValue() const { return !value.empty(); }
+  std::string keyText() const;
+  std::string valueText() const;
+  // The chains a verdict value points at (goto/jump), for the fake's reference checks.
+  std::vector<std::string> chainRefs() const;
   bool operator==(const Element& o) const {
-    return set == o.set && key.json == o.key.json && comment == o.comment &&
-           (value ? o.value && value->json == o.value->json : !o.value);
+    return set == o.set && key == o.key && comment == o.comment && value == o.value;
   }
 };
 Element setElement(std::string set, Expr key, std::string comment = "");

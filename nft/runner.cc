@@ -35,7 +35,17 @@ RunResult NftRunner::run(nft_ctx* ctx, const std::string& buf) {
 
 RunResult NftRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
-  return run(commitCtx_.get(), txn.toJson());
+  RunResult r = run(commitCtx_.get(), txn.toJson());
+  // libnftables keeps what a commit built in its context (~13 MiB in millions of small blocks
+  // after a cold sync at 10k services, scattered through the heap); a fresh context gives it back.
+  if (txn.size() > kFreshContextOps) {
+    worker_.call([this] {
+      commitCtx_.reset();
+      commitCtx_ = newContext(true);
+      return 0;
+    });
+  }
+  return r;
 }
 
 std::string staticDeclarationsText(const Ruleset& rs) {

@@ -50,6 +50,7 @@ class NftRunner : public Runner {
   };
   using Ctx = std::unique_ptr<nft_ctx, CtxDeleter>;
   static Ctx newContext(bool json);
+  static constexpr size_t kFreshContextOps = 10000;
   RunResult run(nft_ctx* ctx, const std::string& buf);
   Ctx commitCtx_;  // JSON in/out; never lists
   Ctx listCtx_;    // JSON listings only

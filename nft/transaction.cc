@@ -56,21 +56,21 @@ void appendTypeJson(std::string& out, const std::vector<std::string>& types) {
 
 // One element as it goes into an "elem" array; keysOnly for deletes.
 void appendElementJson(std::string& out, const Element& e, bool keysOnly) {
-  std::string key = e.key.json;
+  std::string key = e.key;
   if (!keysOnly && !e.comment.empty()) {
-    key = "{\"elem\":{\"val\":" + e.key.json + ",\"comment\":" + jsonString(e.comment) + "}}";
+    key = "{\"elem\":{\"val\":" + e.key + ",\"comment\":" + jsonString(e.comment) + "}}";
   }
-  if (keysOnly || !e.value) {
+  if (keysOnly || !e.hasValue()) {
     out += key;
   } else {
-    out += "[" + key + "," + e.value->json + "]";
+    out += "[" + key + "," + e.value + "]";
   }
 }
 
 std::string elementText(const Element& e, bool keysOnly) {
-  std::string s = e.key.text;
+  std::string s = e.keyText();
   if (!keysOnly && !e.comment.empty()) s += " comment " + nftQuoted(e.comment);
-  if (!keysOnly && e.value) s += " : " + e.value->text;
+  if (!keysOnly && e.hasValue()) s += " : " + e.valueText();
   return s;
 }
 

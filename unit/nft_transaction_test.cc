@@ -69,3 +69,63 @@ TEST_CASE("rule JSON matches what nft lists for the same rule") {
         "{\"masquerade\":{\"flags\":\"fully-random\"}}]");
   CHECK(mark.text == "meta mark & 0x00004000 == 16384 meta mark set meta mark ^ 0x00004000 masquerade fully-random");
 }
+
+TEST_CASE("element text from JSON is exactly what the builders write") {
+  std::vector<Expr> forms = {
+      ex::addr("10.96.0.1"),
+      ex::addr("fd00:10:96::1"),
+      ex::addr("::ffff:1.2.3.4"),
+      ex::symbol("tcp"),
+      ex::symbol("udp"),
+      ex::symbol("sctp"),
+      ex::number(0),
+      ex::number(65535),
+      ex::number(-7),
+      ex::number(4294967295LL),
+      ex::prefix("10.0.0.0", 8),
+      ex::prefix("fd00::", 64),
+      ex::concat({}),
+      ex::concat({ex::addr("10.96.0.1"), ex::symbol("tcp"), ex::number(80)}),
+      ex::concat({ex::addr("fd00::1"), ex::symbol("sctp"), ex::number(9)}),
+      ex::concat({ex::symbol("udp"), ex::number(30080)}),
+      ex::concat({ex::addr("10.244.1.2"), ex::addr("10.244.1.2")}),
+      ex::concat({ex::addr("fd00::5"), ex::number(8080)}),
+      ex::concat({ex::addr("1.2.3.4")}),
+      gotoVerdict("service-4AB2JSGQ-ns/web:http"),
+      gotoVerdict("external-X/y:p"),
+      gotoVerdict("reject-chain"),
+      Expr{"{\"drop\":null}", "drop"},
+      ex::symbol("odd \"quoted\" \\ name\n\x01"),
+  };
+  for (const Expr& e : forms) {
+    INFO(e.json);
+    CHECK(exprText(e.json) == e.text);
+  }
+  // Forms elements never use come back as their JSON.
+  CHECK(exprText(ex::meta("mark").json) == ex::meta("mark").json);
+  CHECK(exprText("{\"concat\":[1,") == "{\"concat\":[1,");
+  CHECK(exprText("\"unterminated") == "\"unterminated");
+  CHECK(exprText("12x") == "12x");
+  CHECK(exprText("") == "");
+  CHECK(verdictTarget(gotoVerdict("services").json) == "services");
+  CHECK(verdictTarget("{\"drop\":null}") == "");
+  CHECK(verdictTarget("") == "");
+  CHECK(verdictElement("m", ex::addr("1.2.3.4"), "c").chainRefs() == std::vector<std::string>{"c"});
+  CHECK(setElement("s", ex::addr("1.2.3.4")).chainRefs().empty());
+}
+
+TEST_CASE("set names are shared, compare by name and read as strings") {
+  std::string built = std::string("backends-") + "tcp-7";
+  SetName a("backends-tcp-7"), b(built), c("backends-tcp-8"), none;
+  CHECK(a == b);
+  CHECK(a != c);
+  CHECK(&a.str() == &b.str());
+  CHECK(a.str() == "backends-tcp-7");
+  CHECK(none.str().empty());
+  const std::string& asString = c;
+  CHECK(asString == "backends-tcp-8");
+  Element e = setElement(built, ex::addr("1.2.3.4"));
+  CHECK(e.set == a);
+  CHECK(e == setElement("backends-tcp-7", ex::addr("1.2.3.4")));
+  CHECK(!(e == setElement("backends-tcp-8", ex::addr("1.2.3.4"))));
+}

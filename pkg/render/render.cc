@@ -88,7 +88,7 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
   bool firewallUsed = false;
   const Expr kDrop{"{\"drop\":null}", "drop"};
   auto dropElement = [&](const char* set, Expr key, const std::string& comment) {
-    return Element{set, std::move(key), kDrop, comment, {}};
+    return mapElement(set, std::move(key), kDrop, comment);
   };
 
   for (const api::ServicePort& sp : svc.ports) {
