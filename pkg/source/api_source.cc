@@ -78,29 +78,25 @@ void ApiSource::enqueue(Resource r, std::vector<kube::Delta>&& deltas, bool list
 }
 
 bool ApiSource::apply(Resource r, kube::Delta& d) {
-  size_t before = state_.changedServices.size();
-  bool nodeBefore = state_.nodeChanged;
-  bool cidrsBefore = state_.serviceCIDRsChanged;
   std::string ns, name;
   splitKey(d.key, ns, name);
   switch (r) {
     case kServices:
-      if (d.deleted) state_.deleteService(ns, name);
-      else state_.upsertService(std::get<state::ServicePtr>(d.object));
-      break;
+      return d.deleted ? state_.deleteService(ns, name) : state_.upsertService(std::get<state::ServicePtr>(d.object));
     case kSlices: {
       auto known = sliceService_.find(d.key);
+      bool changed = false;
       if (d.deleted) {
         if (known != sliceService_.end()) {
-          state_.deleteSlice(ns, known->second, name);
+          changed = state_.deleteSlice(ns, known->second, name);
           sliceService_.erase(known);
         }
-        break;
+        return changed;
       }
       const auto& slice = std::get<state::SlicePtr>(d.object);
       // A slice relabelled to another service leaves the old one.
       if (known != sliceService_.end() && known->second != slice->serviceName)
-        state_.deleteSlice(ns, known->second, name);
+        changed = state_.deleteSlice(ns, known->second, name);
       sliceService_[d.key] = slice->serviceName;
       auto trig = slice->meta.annotations.find(kube::kLastChangeTriggerTime);
       if (trig != slice->meta.annotations.end())
@@ -109,26 +105,19 @@ bool ApiSource::apply(Resource r, kube::Delta& d) {
           auto it = triggers_.find(key);
           if (it == triggers_.end() || *t < it->second) triggers_[key] = *t;
         }
-      state_.upsertSlice(slice);
-      break;
+      return state_.upsertSlice(slice) || changed;
     }
     case kNode:
-      if (d.deleted) {
-        if (name == nodeName_) state_.setNode(nullptr);
-      } else {
-        const auto& node = std::get<state::NodePtr>(d.object);
-        if (node->meta.name == nodeName_) state_.setNode(node);
-      }
-      break;
+      // The field selector sends only this node; the name check guards against a server that
+      // ignores it.
+      if (name != nodeName_) return false;
+      return state_.setNode(d.deleted ? nullptr : std::get<state::NodePtr>(d.object));
     case kServiceCIDRs:
-      if (d.deleted) state_.deleteServiceCIDR(name);
-      else state_.upsertServiceCIDR(std::get<state::ServiceCIDRPtr>(d.object));
-      break;
+      return d.deleted ? state_.deleteServiceCIDR(name)
+                       : state_.upsertServiceCIDR(std::get<state::ServiceCIDRPtr>(d.object));
     default:
-      break;
+      return false;
   }
-  return state_.changedServices.size() != before || state_.nodeChanged != nodeBefore ||
-         state_.serviceCIDRsChanged != cidrsBefore;
 }
 
 bool ApiSource::processEvents() {

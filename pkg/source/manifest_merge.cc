@@ -141,63 +141,31 @@ bool ManifestMerge::unclaim(Claims<T>& claims, const std::string& key, const std
   return publish(before, after);
 }
 
-// The store ignores an upsert of an equal value (keeping its old pointer), so comparing the
-// pointer it holds before and after tells whether anything really changed.
-
 bool ManifestMerge::publish(const std::shared_ptr<const api::Service>& before,
                             const std::shared_ptr<const api::Service>& after) {
-  const api::Service& ref = after ? *after : *before;
-  std::string key = state::serviceKey(ref.meta.ns, ref.meta.name);
-  auto it = state_.services.find(key);
-  const api::Service* old = it == state_.services.end() ? nullptr : it->second.get();
-  if (after) {
-    state_.upsertService(after);
-    return state_.services[key].get() != old;
-  }
-  state_.deleteService(ref.meta.ns, ref.meta.name);
-  return old != nullptr;
+  if (after) return state_.upsertService(after);
+  return state_.deleteService(before->meta.ns, before->meta.name);
 }
 
 bool ManifestMerge::publish(const std::shared_ptr<const api::EndpointSlice>& before,
                             const std::shared_ptr<const api::EndpointSlice>& after) {
-  auto held = [this](const api::EndpointSlice& s) -> const api::EndpointSlice* {
-    auto svc = state_.slicesByService.find(state::serviceKey(s.meta.ns, s.serviceName));
-    if (svc == state_.slicesByService.end()) return nullptr;
-    auto it = svc->second.find(s.meta.name);
-    return it == svc->second.end() ? nullptr : it->second.get();
-  };
   bool changed = false;
   // The store files slices under their service: a slice whose service-name label changed must
   // leave its old service before it joins the new one.
-  if (before && (!after || before->serviceName != after->serviceName)) {
-    changed = held(*before) != nullptr;
-    state_.deleteSlice(before->meta.ns, before->serviceName, before->meta.name);
-  }
-  if (after) {
-    const api::EndpointSlice* old = held(*after);
-    state_.upsertSlice(after);
-    changed |= held(*after) != old;
-  }
+  if (before && (!after || before->serviceName != after->serviceName))
+    changed = state_.deleteSlice(before->meta.ns, before->serviceName, before->meta.name);
+  if (after) changed |= state_.upsertSlice(after);
   return changed;
 }
 
 bool ManifestMerge::publish(const std::shared_ptr<const api::Node>&, const std::shared_ptr<const api::Node>& after) {
-  const api::Node* old = state_.node.get();
-  state_.setNode(after);
-  return state_.node.get() != old;
+  return state_.setNode(after);
 }
 
 bool ManifestMerge::publish(const std::shared_ptr<const api::ServiceCIDR>& before,
                             const std::shared_ptr<const api::ServiceCIDR>& after) {
-  const api::ServiceCIDR& ref = after ? *after : *before;
-  auto it = state_.serviceCIDRs.find(ref.meta.name);
-  const api::ServiceCIDR* old = it == state_.serviceCIDRs.end() ? nullptr : it->second.get();
-  if (after) {
-    state_.upsertServiceCIDR(after);
-    return state_.serviceCIDRs[ref.meta.name].get() != old;
-  }
-  state_.deleteServiceCIDR(ref.meta.name);
-  return old != nullptr;
+  if (after) return state_.upsertServiceCIDR(after);
+  return state_.deleteServiceCIDR(before->meta.name);
 }
 
 }  // namespace kpn::source

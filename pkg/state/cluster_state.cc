@@ -4,51 +4,60 @@ namespace kpn::state {
 
 std::string serviceKey(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
-void ClusterState::upsertService(ServicePtr svc) {
+bool ClusterState::upsertService(ServicePtr svc) {
   auto key = serviceKey(svc->meta.ns, svc->meta.name);
   auto& slot = services[key];
-  if (slot && *slot == *svc) return;  // same content: keep the old pointer, nothing to re-render
+  if (slot && *slot == *svc) return false;  // same content: keep the old pointer, nothing to re-render
   slot = std::move(svc);
   changedServices.insert(key);
+  return true;
 }
 
-void ClusterState::deleteService(const std::string& ns, const std::string& name) {
+bool ClusterState::deleteService(const std::string& ns, const std::string& name) {
   auto key = serviceKey(ns, name);
-  if (services.erase(key)) changedServices.insert(key);
+  if (!services.erase(key)) return false;
+  changedServices.insert(key);
+  return true;
 }
 
-void ClusterState::upsertSlice(SlicePtr slice) {
+bool ClusterState::upsertSlice(SlicePtr slice) {
   auto key = serviceKey(slice->meta.ns, slice->serviceName);
   auto& slot = slicesByService[key][slice->meta.name];
-  if (slot && *slot == *slice) return;
+  if (slot && *slot == *slice) return false;
   slot = std::move(slice);
   changedServices.insert(key);
+  return true;
 }
 
-void ClusterState::deleteSlice(const std::string& ns, const std::string& serviceName,
+bool ClusterState::deleteSlice(const std::string& ns, const std::string& serviceName,
                                const std::string& sliceName) {
   auto key = serviceKey(ns, serviceName);
   auto it = slicesByService.find(key);
-  if (it == slicesByService.end() || !it->second.erase(sliceName)) return;
+  if (it == slicesByService.end() || !it->second.erase(sliceName)) return false;
   if (it->second.empty()) slicesByService.erase(it);
   changedServices.insert(key);
+  return true;
 }
 
-void ClusterState::setNode(NodePtr n) {
-  if ((node == nullptr) == (n == nullptr) && (!n || *node == *n)) return;
+bool ClusterState::setNode(NodePtr n) {
+  if ((node == nullptr) == (n == nullptr) && (!n || *node == *n)) return false;
   node = std::move(n);
   nodeChanged = true;
+  return true;
 }
 
-void ClusterState::upsertServiceCIDR(ServiceCIDRPtr cidr) {
+bool ClusterState::upsertServiceCIDR(ServiceCIDRPtr cidr) {
   auto& slot = serviceCIDRs[cidr->meta.name];
-  if (slot && *slot == *cidr) return;
+  if (slot && *slot == *cidr) return false;
   slot = std::move(cidr);
   serviceCIDRsChanged = true;
+  return true;
 }
 
-void ClusterState::deleteServiceCIDR(const std::string& name) {
-  if (serviceCIDRs.erase(name)) serviceCIDRsChanged = true;
+bool ClusterState::deleteServiceCIDR(const std::string& name) {
+  if (!serviceCIDRs.erase(name)) return false;
+  serviceCIDRsChanged = true;
+  return true;
 }
 
 }  // namespace kpn::state

@@ -33,14 +33,15 @@ struct ClusterState {
   bool nodeChanged = false;
   bool serviceCIDRsChanged = false;
 
-  // Mutators keep the change journal honest; sources use only these.
-  void upsertService(ServicePtr svc);
-  void deleteService(const std::string& ns, const std::string& name);
-  void upsertSlice(SlicePtr slice);  // slice->serviceName must be set
-  void deleteSlice(const std::string& ns, const std::string& serviceName, const std::string& sliceName);
-  void setNode(NodePtr node);
-  void upsertServiceCIDR(ServiceCIDRPtr cidr);
-  void deleteServiceCIDR(const std::string& name);
+  // Mutators keep the change journal honest; sources use only these. Each returns whether the
+  // state changed (an equal value or a missing key changes nothing).
+  bool upsertService(ServicePtr svc);
+  bool deleteService(const std::string& ns, const std::string& name);
+  bool upsertSlice(SlicePtr slice);  // slice->serviceName must be set
+  bool deleteSlice(const std::string& ns, const std::string& serviceName, const std::string& sliceName);
+  bool setNode(NodePtr node);
+  bool upsertServiceCIDR(ServiceCIDRPtr cidr);
+  bool deleteServiceCIDR(const std::string& name);
 };
 
 }  // namespace kpn::state
