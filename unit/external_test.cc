@@ -549,6 +549,59 @@ TEST_CASE("health-check node ports: eTP=Local LoadBalancers only, local ready en
   CHECK(render::healthCheckNodePorts(st, cfg).at(30000).name == "dup");
 }
 
+TEST_CASE("health-check index: kept up from each sync's changes, it equals a from-scratch look and says when it moved") {
+  render::NodeConfig cfg = cfgA();
+  state::ClusterState st;
+  render::HealthCheckIndex index;
+  // As the daemon does: the journal of one "sync" at a time; nullptr for the first.
+  bool first = true;
+  auto step = [&](const char* what) {
+    std::set<std::string> changed;
+    changed.swap(st.changedServices);
+    bool moved = index.update(st, cfg, first ? nullptr : &changed);
+    first = false;
+    INFO(what);
+    CHECK(index.ports() == render::healthCheckNodePorts(st, cfg));
+    return moved;
+  };
+  auto local = [](const std::string& ip) { return Ep{ip, true, true, false, "node-a"}; };
+  auto svc = [&](const std::string& name, int32_t hcPort, const std::string& created) {
+    auto s = lbService(name, "172.30.2." + std::to_string(hcPort % 200), 3100 + hcPort % 200, "Local");
+    s->healthCheckNodePort = hcPort;
+    s->meta.creationTimestamp = created;
+    return s;
+  };
+  st.upsertService(svc("a", 30100, "2024-01-01T00:00:00Z"));
+  st.upsertSlice(slice("ns1", "a-1", "a", {epPort("p80", 80)}, {local("10.0.2.1")}));
+  st.upsertService(lbService("plain", "172.30.2.99", 3199));  // eTP=Cluster: never a port
+  CHECK(step("first look"));
+  CHECK(index.ports().at(30100).localEndpoints == 1);
+
+  st.upsertService(lbService("plain", "172.30.2.99", 3198));
+  CHECK_FALSE(step("a change that no port sees"));
+
+  st.upsertSlice(slice("ns1", "a-1", "a", {epPort("p80", 80)}, {local("10.0.2.1"), local("10.0.2.2")}));
+  CHECK(step("a second local endpoint"));
+  CHECK(index.ports().at(30100).localEndpoints == 2);
+
+  st.upsertService(svc("young", 30100, "2025-01-01T00:00:00Z"));
+  CHECK_FALSE(step("a younger service asks for the same port: it loses"));
+  CHECK(index.ports().at(30100).name == "a");
+
+  st.deleteService("ns1", "a");
+  CHECK(step("the older one goes: the younger one takes the port"));
+  CHECK(index.ports().at(30100).name == "young");
+
+  st.upsertService(svc("young", 30101, "2025-01-01T00:00:00Z"));
+  CHECK(step("the port moves"));
+  CHECK(index.ports().count(30100) == 0);
+  CHECK(index.ports().count(30101) == 1);
+
+  st.deleteService("ns1", "young");
+  CHECK(step("gone"));
+  CHECK(index.ports().empty());
+}
+
 TEST_CASE("restart: local- ranges are adopted too, so an external state reconciles to nothing") {
   FakePipeline p(cfgA());
   p.renderer.setHostAddresses(hostA());

@@ -1,8 +1,8 @@
 // kube-proxy-nft: makes Service traffic work on this node with one atomic nftables ruleset.
 // Wiring only: flags -> source -> store -> syncer; each piece lives in pkg/ or nft/.
 #include <gflags/gflags.h>
-#include <malloc.h>
 #include <glog/logging.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -18,13 +18,12 @@
 
 #include "nft/diff.h"
 #include "nft/runner.h"
-#include "pkg/net/ip.h"
 #include "pkg/health/health_check_ports.h"
 #include "pkg/http/server.h"
-#include "pkg/render/health_check.h"
-#include "pkg/render/render.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
+#include "pkg/net/ip.h"
+#include "pkg/render/render.h"
 #include "pkg/source/api_source.h"
 #include "pkg/source/manifest_dir.h"
 #include "pkg/state/cluster_state.h"
@@ -214,14 +213,14 @@ int main(int argc, char** argv) {
     return runDryRun(renderer, state);
   }
 
-
   kpn::nft::NftRunner runner;
   kpn::sync::Syncer syncer(renderer, runner);
   kpn::http::Loop httpLoop;  // before the servers on it: it must outlive them
   kpn::health::HealthCheckPorts healthPorts(httpLoop);
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
   // sync periods (a commit failing over and over), healthy again once a sync lands.
-  std::optional<Clock::time_point> pendingSince;
+  bool pending = false;  // a change waits for its sync since pendingSince
+  auto pendingSince = Clock::now();
   LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
 
   bool dirty = true;
@@ -256,8 +255,8 @@ int main(int argc, char** argv) {
         dirty = false;
         backoff = std::chrono::nanoseconds(0);
         // Health-check node ports answer as of the ruleset just committed.
-        healthPorts.update(kpn::render::healthCheckNodePorts(state, cfg), renderer.environment());
-        pendingSince.reset();
+        healthPorts.update(state, cfg, syncer.lastChanges(), renderer.environment());
+        pending = false;
       } else {
         // Retry soon, then less and less often, never slower than the sync period.
         backoff = std::min<std::chrono::nanoseconds>(backoff == std::chrono::nanoseconds(0) ? std::chrono::milliseconds(500) : backoff * 2, syncPeriod);
@@ -276,8 +275,9 @@ int main(int argc, char** argv) {
     }
     if (n > 0 && (fds[0].revents & POLLIN) && source.processEvents()) {
       dirty = true;
-      if (!pendingSince) pendingSince = Clock::now();
+      if (!pending) pendingSince = Clock::now();
+      pending = true;
     }
-    healthPorts.setProxyHealthy(!(pendingSince && Clock::now() - *pendingSince > 2 * syncPeriod));
+    healthPorts.setProxyHealthy(!(pending && Clock::now() - pendingSince > 2 * syncPeriod));
   }
 }

@@ -13,12 +13,12 @@ std::vector<std::string> healthCheckBindAddresses(const render::Environment& env
   return out;
 }
 
-void HealthCheckPorts::update(const std::map<int32_t, render::HealthCheckService>& services,
-                              const render::Environment& env) {
-  std::map<int, ServiceHealthInfo> ports;
-  for (const auto& [port, s] : services) ports[port] = {s.ns, s.name, s.localEndpoints};
-  if (!servers_ && ports.empty()) return;  // no thread work and no sockets until a service needs them
+void HealthCheckPorts::update(const state::ClusterState& st, const render::NodeConfig& cfg,
+                              const std::set<std::string>* changed, const render::Environment& env) {
+  bool portsChanged = index_.update(st, cfg, changed);
+  if (!servers_ && index_.ports().empty()) return;  // no thread work and no sockets until a service needs them
   std::vector<std::string> addresses = healthCheckBindAddresses(env);
+  if (servers_ && !portsChanged && addresses == addresses_) return;
   if (!servers_ || addresses != addresses_) {
     if (servers_)
       LOG(INFO) << "health-check node ports move to " << (addresses.empty() ? std::string("every address") : [&] {
@@ -31,6 +31,8 @@ void HealthCheckPorts::update(const std::map<int32_t, render::HealthCheckService
     servers_->setProxyHealthy(healthy_);
     addresses_ = std::move(addresses);
   }
+  std::map<int, ServiceHealthInfo> ports;
+  for (const auto& [port, s] : index_.ports()) ports[port] = {s.ns, s.name, s.localEndpoints};
   servers_->update(std::move(ports));
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,16 +25,19 @@ class HealthCheckPorts {
  public:
   explicit HealthCheckPorts(http::Loop& loop) : loop_(loop) {}
 
-  void update(const std::map<int32_t, render::HealthCheckService>& services, const render::Environment& env);
+  // After a successful sync: `changed` are the service keys it synced (Syncer::lastChanges(),
+  // nullptr: look at every service). Touches the servers only when ports, services, counts or
+  // addresses changed.
+  void update(const state::ClusterState& st, const render::NodeConfig& cfg, const std::set<std::string>* changed,
+              const render::Environment& env);
   void setProxyHealthy(bool healthy);
-  // Null until the first update with a service.
-  const ServiceHealthServers* servers() const { return servers_.get(); }
 
  private:
   http::Loop& loop_;
+  render::HealthCheckIndex index_;
   std::vector<std::string> addresses_;
   bool healthy_ = true;
-  std::unique_ptr<ServiceHealthServers> servers_;
+  std::unique_ptr<ServiceHealthServers> servers_;  // null until a service needs a port
 };
 
 }  // namespace kpn::health

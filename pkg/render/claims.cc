@@ -40,8 +40,13 @@ std::string claimRank(const api::Service& svc) {
 }
 
 void DestinationClaims::update(const std::string& serviceKey, const api::Service* svc, std::set<std::string>* affected) {
-  Held next;
-  if (svc) next = Held{claimRank(*svc), destinationsOf(*svc)};
+  if (svc) update(serviceKey, claimRank(*svc), destinationsOf(*svc), affected);
+  else update(serviceKey, std::string(), {}, affected);
+}
+
+void DestinationClaims::update(const std::string& serviceKey, const std::string& rank, std::vector<std::string> dests,
+                               std::set<std::string>* affected) {
+  Held next{dests.empty() ? std::string() : rank, std::move(dests)};
   auto old = byService_.find(serviceKey);
   if (old != byService_.end() && old->second == next) return;
   auto winner = [](const std::map<std::string, std::string>& c) { return c.empty() ? std::string() : c.begin()->second; };
@@ -61,7 +66,7 @@ void DestinationClaims::update(const std::string& serviceKey, const api::Service
     }
     byService_.erase(old);
   }
-  if (!svc) return;
+  if (next.dests.empty()) return;
   for (const auto& d : next.dests) {
     auto& c = claims_[d];
     std::string before = winner(c);

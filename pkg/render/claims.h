@@ -33,6 +33,10 @@ class DestinationClaims {
   // `svc` (null: gone, or not proxied) now claims destinationsOf(*svc). Services (keys) other
   // than `serviceKey` that won or lost a destination by it are added to *affected.
   void update(const std::string& serviceKey, const api::Service* svc, std::set<std::string>* affected);
+  // The same for destinations that are not destinationsOf(svc) (health-check node ports): the
+  // service of rank `rank` now claims `dests` (empty: nothing).
+  void update(const std::string& serviceKey, const std::string& rank, std::vector<std::string> dests,
+              std::set<std::string>* affected);
   void clear() { claims_.clear(), byService_.clear(); }
 
   // Whether serviceKey holds dest (true when nobody claimed it: a renderer without claims).

@@ -2,50 +2,99 @@
 
 #include <glog/logging.h>
 
-#include <set>
+#include <optional>
 
 #include "pkg/net/ip.h"
-#include "pkg/render/claims.h"
 #include "pkg/render/render.h"
 
 namespace kpn::render {
+namespace {
 
-std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const NodeConfig& cfg) {
-  std::map<int32_t, std::pair<std::string, HealthCheckService>> byPort;  // port -> (rank, service)
-  for (const auto& [key, svc] : st.services) {
-    if (svc->type != "LoadBalancer" || svc->externalTrafficPolicy != "Local" || svc->healthCheckNodePort <= 0) continue;
-    if (!serviceIsProxied(*svc, cfg)) continue;
-    // Count each pod once: the endpoints of the service's primary family.
-    auto fam = net::familyOf(svc->clusterIPs.front());
-    const char* addressType = fam == net::Family::V6 ? "IPv6" : "IPv4";
-    std::set<std::string> local;
-    auto slices = st.slicesByService.find(key);
-    if (slices != st.slicesByService.end() && !cfg.nodeName.empty()) {
-      for (const auto& [name, slice] : slices->second) {
-        if (slice->addressType != addressType) continue;
-        bool servesAPort = false;
-        for (const auto& sp : svc->ports)
-          for (const auto& p : slice->ports) servesAPort = servesAPort || (p.name == sp.name && p.protocol == sp.protocol && p.port);
-        if (!servesAPort) continue;
-        for (const auto& ep : slice->endpoints)
-          if (!ep.addresses.empty() && ep.nodeName == cfg.nodeName && ep.conditions.isReady())
-            local.insert(ep.addresses.front());
-      }
-    }
-    HealthCheckService hc{svc->meta.ns, svc->meta.name, static_cast<int>(local.size())};
-    std::string rank = claimRank(*svc);
-    auto [it, inserted] = byPort.emplace(svc->healthCheckNodePort, std::make_pair(rank, hc));
-    if (!inserted) {
-      bool older = rank < it->second.first;
-      const auto& loser = older ? it->second.second : hc;
-      LOG_EVERY_N(WARNING, 100) << "healthCheckNodePort " << svc->healthCheckNodePort << ": Service " << loser.ns << "/"
-                                << loser.name << " loses it to an older service";
-      if (older) it->second = {rank, hc};
+std::string portDestination(int32_t port) { return "healthcheck " + std::to_string(port); }
+
+// The service's health-check entry, or nullopt when it has none.
+std::optional<HealthCheckService> entryOf(const state::ClusterState& st, const NodeConfig& cfg, const std::string& key,
+                                          const api::Service& svc) {
+  if (svc.type != "LoadBalancer" || svc.externalTrafficPolicy != "Local" || svc.healthCheckNodePort <= 0)
+    return std::nullopt;
+  if (!serviceIsProxied(svc, cfg)) return std::nullopt;
+  // Count each pod once: the endpoints of the service's primary family.
+  auto fam = net::familyOf(svc.clusterIPs.front());
+  const char* addressType = fam == net::Family::V6 ? "IPv6" : "IPv4";
+  std::set<std::string> local;
+  auto slices = st.slicesByService.find(key);
+  if (slices != st.slicesByService.end() && !cfg.nodeName.empty()) {
+    for (const auto& [name, slice] : slices->second) {
+      if (slice->addressType != addressType) continue;
+      bool servesAPort = false;
+      for (const auto& sp : svc.ports)
+        for (const auto& p : slice->ports) servesAPort = servesAPort || (p.name == sp.name && p.protocol == sp.protocol && p.port);
+      if (!servesAPort) continue;
+      for (const auto& ep : slice->endpoints)
+        if (!ep.addresses.empty() && ep.nodeName == cfg.nodeName && ep.conditions.isReady())
+          local.insert(ep.addresses.front());
     }
   }
-  std::map<int32_t, HealthCheckService> out;
-  for (auto& [port, v] : byPort) out.emplace(port, std::move(v.second));
-  return out;
+  return HealthCheckService{svc.meta.ns, svc.meta.name, static_cast<int>(local.size())};
+}
+
+}  // namespace
+
+void HealthCheckIndex::refresh(const state::ClusterState& st, const NodeConfig& cfg, const std::string& key,
+                               std::set<int32_t>& touched) {
+  auto it = st.services.find(key);
+  std::optional<HealthCheckService> entry;
+  if (it != st.services.end()) entry = entryOf(st, cfg, key, *it->second);
+  auto old = byService_.find(key);
+  if (old != byService_.end()) {
+    touched.insert(old->second.port);
+    byService_.erase(old);
+  }
+  if (!entry) {
+    claims_.update(key, std::string(), {}, nullptr);
+    return;
+  }
+  const api::Service& svc = *it->second;
+  int32_t port = svc.healthCheckNodePort;
+  touched.insert(port);
+  byService_.emplace(key, Entry{port, std::move(*entry)});
+  claims_.update(key, claimRank(svc), {portDestination(port)}, nullptr);
+  std::string owner = claims_.owner(portDestination(port));
+  if (owner != key) LOG(WARNING) << "healthCheckNodePort " << port << ": Service " << key << " loses it to the older " << owner;
+}
+
+bool HealthCheckIndex::update(const state::ClusterState& st, const NodeConfig& cfg, const std::set<std::string>* changed) {
+  std::set<int32_t> touched;
+  if (!changed) {
+    for (const auto& [port, hc] : ports_) touched.insert(port);
+    byService_.clear();
+    claims_.clear();
+    for (const auto& [key, svc] : st.services) refresh(st, cfg, key, touched);
+  } else {
+    for (const std::string& key : *changed) refresh(st, cfg, key, touched);
+  }
+  bool differs = false;
+  for (int32_t port : touched) {
+    std::string owner = claims_.owner(portDestination(port));
+    auto want = byService_.find(owner);
+    auto have = ports_.find(port);
+    if (want == byService_.end()) {
+      if (have != ports_.end()) {
+        ports_.erase(have);
+        differs = true;
+      }
+    } else if (have == ports_.end() || !(have->second == want->second.service)) {
+      ports_[port] = want->second.service;
+      differs = true;
+    }
+  }
+  return differs;
+}
+
+std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const NodeConfig& cfg) {
+  HealthCheckIndex index;
+  index.update(st, cfg, nullptr);
+  return index.ports();
 }
 
 }  // namespace kpn::render

@@ -2,13 +2,16 @@
 // with externalTrafficPolicy Local and a healthCheckNodePort, the port, the service, and how many
 // of its endpoints on this node are ready. A load balancer sends traffic only to nodes that
 // answer 200 (localEndpoints > 0), so terminating pods are not counted (upstream's rule).
-// Pure: computed from the cluster state after each sync and handed to the servers.
+// Kept up to date after each sync from the services that sync changed, so a sync pays for its
+// own changes, not for every Service of the cluster.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
+#include "pkg/render/claims.h"
 #include "pkg/render/node_config.h"
 #include "pkg/state/cluster_state.h"
 
@@ -22,8 +25,30 @@ struct HealthCheckService {
   }
 };
 
-// By healthCheckNodePort. Two services with one port: the older keeps it (as for nodePorts).
-// cfg: nodeName (local endpoints) and serviceProxyName (which services are ours).
+// By healthCheckNodePort. Two services with one port: the older keeps it, as for nodePorts (the
+// same DestinationClaims decide).
+class HealthCheckIndex {
+ public:
+  // Looks again at the services in `changed` (service keys; nullptr: at every service). Returns
+  // whether ports() changed. cfg: nodeName (local endpoints) and serviceProxyName (which
+  // services are ours).
+  bool update(const state::ClusterState& st, const NodeConfig& cfg, const std::set<std::string>* changed);
+  const std::map<int32_t, HealthCheckService>& ports() const { return ports_; }
+
+ private:
+  // Re-reads one service; returns the ports whose owner or count may have changed.
+  void refresh(const state::ClusterState& st, const NodeConfig& cfg, const std::string& key, std::set<int32_t>& touched);
+
+  struct Entry {
+    int32_t port;
+    HealthCheckService service;
+  };
+  std::map<std::string, Entry> byService_;  // services that have a health-check port
+  DestinationClaims claims_;
+  std::map<int32_t, HealthCheckService> ports_;
+};
+
+// From scratch (tests, and the definition the index must agree with).
 std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const NodeConfig& cfg);
 
 }  // namespace kpn::render

@@ -30,6 +30,7 @@ bool Syncer::listKernel(std::vector<nft::ListedTable>& out) {
 
 SyncStats Syncer::sync(state::ClusterState& st) {
   SyncStats stats;
+  lastWasIncremental_ = false;
   std::set<std::string> changed;
   changed.swap(st.changedServices);
   // The renderer compares the Node, ServiceCIDRs and host addresses itself and re-renders what
@@ -87,6 +88,8 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   // this part (it delays the next sync, not this one's rules).
   auto tAfter = std::chrono::steady_clock::now();
   nft::applyCommitted(committed_, desired, plan);
+  lastWasIncremental_ = mode_ == Mode::Incremental;
+  lastChanges_ = std::move(changed);
   mode_ = Mode::Incremental;
   stats.ok = true;
   // A big transaction leaves libnftables' and our buffers' pages behind; hand them back.

@@ -2,6 +2,7 @@
 // transaction. Owns the committed picture of our tables and decides when a sync must be full.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "nft/diff.h"
@@ -28,6 +29,10 @@ class Syncer {
   SyncStats sync(state::ClusterState& st);
 
   bool nextIsFull() const { return mode_ != Mode::Incremental; }
+  // After a successful incremental sync: the service keys it took from the change journal.
+  // nullptr after any other sync (start-up, full, or a failure): every service may differ from
+  // what a consumer saw before.
+  const std::set<std::string>* lastChanges() const { return lastWasIncremental_ ? &lastChanges_ : nullptr; }
 
  private:
   enum class Mode { Startup, Incremental, Full };
@@ -36,6 +41,8 @@ class Syncer {
   nft::Runner& runner_;
   nft::Committed committed_;
   Mode mode_ = Mode::Startup;
+  std::set<std::string> lastChanges_;
+  bool lastWasIncremental_ = false;
 };
 
 }  // namespace kpn::sync
