@@ -295,7 +295,7 @@ TEST_CASE("API source: not synced until all three resources listed; deltas land 
     // The node list answers 404 in this script: the source must not claim to be synced.
     // Both lists arrive on their own threads, in either order.
     // ServiceCIDRs answer 404 here: optional, so they count as listed (empty) once processed.
-    for (int i = 0; i < 100 && (st.services.empty() || st.slicesByService.empty() || src.pendingResources() != "Nodes");
+    for (int i = 0; i < 100 && (st.services.empty() || st.slicesByService.empty() || src.pending() != "Nodes");
          i++) {
       pollfd p{src.fd(), POLLIN, 0};
       poll(&p, 1, 20);
@@ -304,7 +304,7 @@ TEST_CASE("API source: not synced until all three resources listed; deltas land 
     CHECK(st.services.count("default/web") == 1);
     CHECK(st.slicesByService.at("default/web").count("web-1") == 1);
     CHECK_FALSE(src.hasSynced());
-    CHECK(src.pendingResources() == "Nodes");
+    CHECK(src.pending() == "Nodes");
     auto trig = src.takeTriggerTimes();
     REQUIRE(trig.count("default/web") == 1);
     CHECK(src.takeTriggerTimes().empty());

@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
     // half-listed state would delete the rules of services not listed yet.
     if (now >= due && !source.hasSynced()) {
       if (now >= nextWaitLog) {
-        LOG(INFO) << "waiting for " << source.describe() << " before the first sync";
+        LOG(INFO) << "waiting for " << source.describe() << " (" << source.pending() << ") before the first sync";
         nextWaitLog = now + std::chrono::seconds(10);
       }
       due = now + std::chrono::milliseconds(100);

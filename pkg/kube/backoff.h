@@ -20,7 +20,6 @@ class Backoff {
   Duration next();
   // After a success the next failure starts from the initial delay again.
   void reset() { failures_ = 0; }
-  int failures() const { return failures_; }
 
  private:
   Duration initial_, max_;

@@ -7,7 +7,6 @@
 #include <sstream>
 
 namespace kpn::kube {
-namespace {
 
 std::optional<std::string> readFile(const std::string& path, std::string& out) {
   std::ifstream f(path, std::ios::binary);
@@ -17,6 +16,8 @@ std::optional<std::string> readFile(const std::string& path, std::string& out) {
   out = ss.str();
   return std::nullopt;
 }
+
+namespace {
 
 std::string resolve(const std::string& dir, const std::string& path) {
   if (path.empty() || path[0] == '/' || dir.empty()) return path;

@@ -42,6 +42,9 @@ std::optional<std::string> parseKubeconfig(const std::string& text, const std::s
 std::optional<std::string> inClusterConfig(const std::function<const char*(const char*)>& getenv,
                                            const std::string& serviceAccountDir, ClientConfig& out);
 
+// Reads a whole file (certificates, tokens); an error text names the path.
+std::optional<std::string> readFile(const std::string& path, std::string& out);
+
 // "https://host:port" for a host that may be an IPv6 literal.
 std::string joinHostPort(const std::string& scheme, const std::string& host, const std::string& port);
 

@@ -52,20 +52,7 @@ class CpprestTransport final : public Transport {
   HttpResult get(const std::string& target) override {
     HttpResult r;
     send(*requests_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
-      auto length = resp.headers().content_length();
-      if (length > 0 && length <= kMaxBody) r.body.reserve(length);
-      readBody(resp, [&](std::string_view data) {
-        if (r.body.size() + data.size() > kMaxBody) {
-          r.error = "response body larger than " + std::to_string(kMaxBody >> 20) + " MiB; not reading it";
-          r.status = 0;
-          r.body.clear();
-          r.body.shrink_to_fit();
-          self.cancel();
-          return false;
-        }
-        r.body.append(data);
-        return true;
-      });
+      readWholeBody(resp, r, self);
     });
     return r;
   }
@@ -73,10 +60,7 @@ class CpprestTransport final : public Transport {
   HttpResult stream(const std::string& target, const std::function<bool(std::string_view)>& onData) override {
     HttpResult r;
     send(*watches_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
-      if (resp.status_code() != 200) {
-        r.body = resp.extract_utf8string(true).get();
-        return;
-      }
+      if (resp.status_code() != 200) return readWholeBody(resp, r, self);  // an error's Status
       readBody(resp, [&](std::string_view data) {
         if (onData(data)) return true;
         // The consumer is done with this stream (it will relist or stop): drop the connection
@@ -122,6 +106,23 @@ class CpprestTransport final : public Transport {
       size_t n = buf.getn(reinterpret_cast<uint8_t*>(chunk.data()), std::min(avail, chunk.size())).get();
       if (n == 0 || !onData(std::string_view(chunk.data(), n))) return;
     }
+  }
+
+  // The body into r.body, up to kMaxBody; beyond that the request is dropped and r says why.
+  static void readWholeBody(http::http_response& resp, HttpResult& r, pplx::cancellation_token_source& self) {
+    auto length = resp.headers().content_length();
+    if (length > 0 && length <= kMaxBody) r.body.reserve(length);
+    readBody(resp, [&](std::string_view data) {
+      if (r.body.size() + data.size() > kMaxBody) {
+        r.error = "response body larger than " + std::to_string(kMaxBody >> 20) + " MiB; not reading it";
+        r.status = 0;
+        std::string().swap(r.body);
+        self.cancel();
+        return false;
+      }
+      r.body.append(data);
+      return true;
+    });
   }
 
   client::http_client_config clientConfig(std::chrono::seconds timeout) const {

@@ -2,8 +2,7 @@
 
 #include <glog/logging.h>
 
-#include <fstream>
-#include <sstream>
+#include "pkg/kube/client_config.h"
 
 namespace kpn::kube {
 
@@ -14,12 +13,10 @@ std::string TokenSource::token(Clock::time_point now) {
   if (file_.empty()) return fixed_;
   std::lock_guard<std::mutex> lk(mu_);
   if (stale_ || now - readAt_ >= refresh_) {
-    std::ifstream f(file_, std::ios::binary);
-    std::ostringstream ss;
-    if (f) ss << f.rdbuf();
-    std::string t = ss.str();
+    std::string t;
+    bool read = !readFile(file_, t);
     while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-    if (!f || t.empty()) {
+    if (!read || t.empty()) {
       // Keep using the last good token: the file may be mid-rotation.
       LOG(WARNING) << "cannot read a token from " << file_ << "; keeping the previous one";
     } else {

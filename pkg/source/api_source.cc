@@ -147,7 +147,7 @@ bool ApiSource::hasSynced() const {
   return true;
 }
 
-std::string ApiSource::pendingResources() const {
+std::string ApiSource::pending() const {
   std::string s;
   for (int r = 0; r < kResources; r++)
     if (!listed_[r]) s += (s.empty() ? "" : ", ") + reflectors_[r]->spec().kind + "s";

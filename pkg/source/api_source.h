@@ -42,8 +42,8 @@ class ApiSource final : public Source {
   std::map<std::string, std::chrono::system_clock::time_point> takeTriggerTimes() override;
   std::string describe() const override;
 
-  // Which resources have not listed yet ("Services, Node"), for the waiting log line.
-  std::string pendingResources() const;
+  // The resources that have not listed yet ("Services, Nodes").
+  std::string pending() const override;
   // Objects skipped as invalid, over all reflectors (a metric).
   uint64_t skippedObjects() const;
 

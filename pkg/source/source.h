@@ -21,6 +21,8 @@ class Source {
   // False until the state is complete (every resource listed once): syncing a half-known state
   // would delete rules of services not seen yet.
   virtual bool hasSynced() const = 0;
+  // While !hasSynced(): what it still waits for, in words ("Nodes, ServiceCIDRs").
+  virtual std::string pending() const { return ""; }
   // Services whose change carried a trigger time (EndpointSlice last-change-trigger-time), with
   // the earliest such time since the last call: the start of network-programming latency.
   virtual std::map<std::string, std::chrono::system_clock::time_point> takeTriggerTimes() { return {}; }
