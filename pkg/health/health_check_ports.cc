@@ -31,9 +31,7 @@ void HealthCheckPorts::update(const state::ClusterState& st, const render::NodeC
     servers_->setProxyHealthy(healthy_);
     addresses_ = std::move(addresses);
   }
-  std::map<int, ServiceHealthInfo> ports;
-  for (const auto& [port, s] : index_.ports()) ports[port] = {s.ns, s.name, s.localEndpoints};
-  servers_->update(std::move(ports));
+  servers_->update(index_.ports());
 }
 
 void HealthCheckPorts::setProxyHealthy(bool healthy) {

@@ -12,14 +12,13 @@
 #include <vector>
 
 #include "pkg/http/server.h"
+#include "pkg/render/health_check.h"
 
 namespace kpn::health {
 
-struct ServiceHealthInfo {
-  std::string ns;
-  std::string name;
-  int localEndpoints = 0;  // local ready endpoints (terminating ones do not count)
-};
+// What one port reports: the service and its local ready endpoints (terminating ones do not
+// count); the same value the render side computes.
+using ServiceHealthInfo = render::HealthCheckService;
 
 // The reply for one service: 200 when it has local endpoints and the proxy is healthy, else 503;
 // the body is {"service":{"namespace":NS,"name":NAME},"localEndpoints":N,"serviceProxyHealthy":B}.
