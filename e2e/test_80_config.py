@@ -98,6 +98,13 @@ def test_flags_without_config_set_conntrack_sysctls_and_oom_score_in_the_namespa
     assert d.alive()
 
 
+def test_init_only_applies_the_start_up_steps_and_exits_without_a_source(lab):
+    p = sh([netlab.BIN, "--init-only", "--conntrack-udp-timeout=33s"], ns=lab.node, check=False, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert netfilter_sysctl(lab, "nf_conntrack_udp_timeout") == 33
+    assert lab.nft("list", "tables").strip() == "", "--init-only must not sync"
+
+
 @pytest.mark.parametrize("body,field", [
     ("conntrack:\n  maxPerCore: 32768\n  max: 5\n", 'unknown field "conntrack.max"'),
     ("conntrack:\n  maxPerCore: lots\n", 'conntrack.maxPerCore: want an integer, got string "lots"'),

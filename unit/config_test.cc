@@ -456,7 +456,8 @@ TEST_CASE("flags: beside --config, only --hostname-override, the logging flags a
   ReadFile fs = files({{"/cfg", kIssueConfigMap}});
   Loaded l = load({{"config", "/cfg"}, {"hostname-override", "  Node-7 "}, {"kubeconfig", "/kc"},
                    {"cluster-cidr", "10.1.0.0/16"}, {"metrics-bind-address", "127.0.0.1:1"}, {"v", "4"},
-                   {"vmodule", "sync*=6"}, {"master", "https://api:6443"}, {"conntrack-max-per-core", "1"}},
+                   {"vmodule", "sync*=6"}, {"master", "https://api:6443"}, {"conntrack-max-per-core", "1"},
+                   {"init-only", "true"}},
                   fs);
   CHECK(l.config.hostnameOverride == "node-7");  // trimmed and lowercased, as upstream
   CHECK(l.config.clientConnection.kubeconfig == "");  // --kubeconfig is ignored beside --config
@@ -467,6 +468,7 @@ TEST_CASE("flags: beside --config, only --hostname-override, the logging flags a
   REQUIRE(l.config.logging.vmodule.size() == 1);
   CHECK(l.config.logging.vmodule[0].filePattern == "sync*");
   CHECK(l.options.master == "https://api:6443");  // --master applies either way
+  CHECK(l.options.initOnly);
   CHECK(l.ignoredFlags == std::vector<std::string>{"--cluster-cidr", "--conntrack-max-per-core", "--kubeconfig",
                                                    "--metrics-bind-address"});
   // The file's own hostnameOverride and verbosity count when no flag says otherwise.

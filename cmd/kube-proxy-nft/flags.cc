@@ -74,6 +74,7 @@ DEFINE_string(conntrack_udp_timeout_stream, "0s", "nf_conntrack_udp_timeout_stre
 DEFINE_string(config_sync_period, "15m0s", "Accepted (configSyncPeriod): the watches need no periodic resync");
 DEFINE_bool(dry_run, false, "Print the complete desired ruleset for both families as nft text and exit");
 DEFINE_bool(cleanup, false, "Delete the ip and ip6 kube-proxy tables and exit");
+DEFINE_bool(init_only, false, "Run the privileged start-up steps (kernel probe, oomScoreAdj, conntrack sysctls) and exit");
 DEFINE_string(probe_fake_requirement, "", "Test only: names a kernel requirement that no kernel meets, to prove the start-up probe's error");
 
 namespace kpn::cmd {

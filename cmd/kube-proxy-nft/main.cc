@@ -19,10 +19,10 @@
 #include "cmd/kube-proxy-nft/flags.h"
 #include "nft/diff.h"
 #include "nft/runner.h"
-#include "pkg/health/health_check_ports.h"
-#include "pkg/http/server.h"
 #include "pkg/config/node_config.h"
 #include "pkg/config/version.h"
+#include "pkg/health/health_check_ports.h"
+#include "pkg/http/server.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
 #include "pkg/net/ip.h"
@@ -131,6 +131,11 @@ int main(int argc, char** argv) {
 
   const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit();
   if (conf.options.cleanup) return runCleanup();
+  if (conf.options.initOnly) {  // upstream's --init-only: the privileged start-up steps, then exit
+    auto err = kpn::node::prepareNode(conf);
+    if (err) std::cerr << *err << "\n";
+    return err ? 1 : 0;
+  }
 
   kpn::render::NodeConfig cfg;
   cfg.nodeName = kpn::config::nodeName(conf.config, hostname());

@@ -128,6 +128,7 @@ struct DaemonOptions {
   std::string manifests;
   bool dryRun = false;
   bool cleanup = false;
+  bool initOnly = false;  // --init-only: probe, OOM score, conntrack sysctls, then exit
   std::vector<std::string> probeFakeRequirements;  // test only: requirements no kernel meets
 };
 
