@@ -4,7 +4,7 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 CPPFLAGS += -I.
 # cpprest needs -lssl -lcrypto spelled out (its TLS code is inlined into our objects).
-LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -pthread
+LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -pthread
 
 BUILD    := build
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
@@ -19,9 +19,9 @@ UNIT_BIN := $(BUILD)/unit-tests
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest procps
+            python3 python3-pytest procps prometheus-cpp-dev prometheus
 
-.PHONY: all deps test unit e2e demo bench clean
+.PHONY: all deps test unit e2e demo bench clean FORCE
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -33,6 +33,16 @@ deps:
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+# The version and commit in kubeproxy_nftables_build_info: only build_info.o sees them, and it is
+# rebuilt when they change (the stamp's content changes).
+GIT_DESCRIBE := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+GIT_COMMIT   := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+$(BUILD)/obj/pkg/metrics/build_info.o: CPPFLAGS += -DKPN_GIT_DESCRIBE='"$(GIT_DESCRIBE)"' -DKPN_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/obj/pkg/metrics/build_info.o: $(BUILD)/build_info.stamp
+$(BUILD)/build_info.stamp: FORCE
+	@mkdir -p $(BUILD); echo '$(GIT_DESCRIBE) $(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_DESCRIBE) $(GIT_COMMIT)' > $@
+FORCE:
 
 $(BUILD)/libkpn.a: $(LIB_OBJS)
 	@rm -f $@; ar rcs $@ $^
