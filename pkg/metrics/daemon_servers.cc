@@ -17,7 +17,7 @@ std::optional<std::string> DaemonServers::start(http::Loop& loop, const ServerOp
     healthz_ = http::RetryingServer::start(loop, "healthz", a->host, a->port,
                                            healthzServerHandler(health, clock, &metrics), opts.bindAddressHardFail, &err);
     if (!healthz_) return err;
-    LOG(INFO) << "healthz server on " << opts.healthzBindAddress;
+    if (healthz_->listening()) LOG(INFO) << "healthz server listening on " << opts.healthzBindAddress;
   }
   if (!opts.metricsBindAddress.empty()) {
     auto a = http::parseBindAddress(opts.metricsBindAddress, &err);
@@ -26,7 +26,7 @@ std::optional<std::string> DaemonServers::start(http::Loop& loop, const ServerOp
     metrics_ = http::RetryingServer::start(loop, "metrics", a->host, a->port, metricsServerHandler(metrics),
                                            opts.bindAddressHardFail, &err);
     if (!metrics_) return err;
-    LOG(INFO) << "metrics server on " << opts.metricsBindAddress;
+    if (metrics_->listening()) LOG(INFO) << "metrics server listening on " << opts.metricsBindAddress;
   }
   return std::nullopt;
 }
