@@ -272,3 +272,23 @@ TEST_CASE("proxy health: Go time format") {
   CHECK(health::goTimeJson(sync::WallTime{} + std::chrono::seconds(1764720000) + std::chrono::microseconds(120)) ==
         "2025-12-03T00:00:00.00012Z");
 }
+
+TEST_CASE("change counts: every applied change is counted; pending until a sync takes them") {
+  Rig r;
+  r.loop.step();
+  const auto& c = r.st.changeCounts;
+  CHECK(c.pendingServices.empty());
+  CHECK(c.pendingEndpoints.empty());
+  CHECK(c.serviceChanges == 1);
+  CHECK(c.endpointChanges == 1);
+  r.st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));  // equal: no change
+  r.endpointMoves("web", "10.244.1.3");
+  r.endpointMoves("web", "10.244.1.4");
+  CHECK(c.endpointChanges == 3);
+  CHECK(c.pendingEndpoints == std::set<std::string>{"default/web"});
+  CHECK(c.serviceChanges == 1);
+  r.run(1s + 20ms);  // min-sync-period after the first sync
+  REQUIRE(r.loop.syncs() == 2);
+  CHECK(c.pendingEndpoints.empty());
+  CHECK(c.endpointChanges == 3);
+}
