@@ -503,8 +503,12 @@ TEST_CASE("flags: --nodeport-addresses keeps today's leniency: a bad entry is sk
 TEST_CASE("config: the node name is the override, else the hostname, lowercased") {
   ProxyConfig c;
   CHECK(nodeName(c, "Host-A") == "host-a");
-  c.hostnameOverride = "node-1";
+  c.hostnameOverride = " Node-1 ";
   CHECK(nodeName(c, "Host-A") == "node-1");
+  CHECK(validate(c).empty());
+  c.hostnameOverride = "  ";
+  REQUIRE(validate(c).size() == 1);
+  CHECK(validate(c)[0] == "hostnameOverride: \"  \": must not be blank");
 }
 
 TEST_CASE("config: every setting given that this daemon does not honour is one warning naming its field") {

@@ -100,6 +100,8 @@ std::vector<std::string> validate(const ProxyConfig& c) {
   if (c.oomScoreAdj < -1000 || c.oomScoreAdj > 1000)
     e.add("oomScoreAdj", std::to_string(c.oomScoreAdj), "must be within the range [-1000, 1000]");
   e.duration("configSyncPeriod", c.configSyncPeriod, false);
+  if (!c.hostnameOverride.empty() && c.hostnameOverride.find_first_not_of(" \t\r\n") == std::string::npos)
+    e.add("hostnameOverride", quoted(c.hostnameOverride), "must not be blank");
   if (!net::canonicalIp(c.bindAddress)) e.add("bindAddress", quoted(c.bindAddress), "not a valid IP address");
   if (!c.healthzBindAddress.empty() && !validHostPort(c.healthzBindAddress))
     e.add("healthzBindAddress", quoted(c.healthzBindAddress), "must be IP:port ([IPv6]:port)");
