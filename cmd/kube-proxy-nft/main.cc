@@ -19,6 +19,7 @@
 #include "cmd/kube-proxy-nft/flags.h"
 #include "nft/diff.h"
 #include "nft/runner.h"
+#include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
 #include "pkg/config/version.h"
 #include "pkg/api/skip_report.h"
@@ -157,6 +158,8 @@ int main(int argc, char** argv) {
   sigaddset(&mask, SIGINT);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  // As upstream: a written or renamed --config file ends the daemon (exit 1) to be restarted with it.
+  kpn::config::ConfigFileWatch configWatch(conf.options.configFile, kpn::config::ConfigFileWatch::exitOnChange);
 
   kpn::metrics::ProxyMetrics metrics({kpn::config::version(), kpn::config::gitCommit()});
   kpn::api::setSkipSink([&metrics](const std::string& kind, const std::string& reason) { metrics.countSkipped(kind, reason); });
