@@ -1,5 +1,5 @@
-// The version and commit this binary was built from (the Makefile passes `git describe` and the
-// commit hash to build_info.cc only, so a new commit recompiles one file).
+// The version and commit this binary was built from, as --version prints them
+// (pkg/config/version), for kubeproxy_nftables_build_info.
 #pragma once
 
 #include "pkg/metrics/proxy_metrics.h"
