@@ -23,7 +23,7 @@ APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
             python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus
 
-.PHONY: all deps test unit e2e demo bench clean FORCE
+.PHONY: all deps test unit e2e demo bench clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -35,7 +35,6 @@ deps:
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
-
 
 $(BUILD)/libkpn.a: $(LIB_OBJS)
 	@rm -f $@; ar rcs $@ $^

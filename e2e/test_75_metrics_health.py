@@ -205,9 +205,9 @@ def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scr
     assert not d.failed_syncs()
 
 
-def test_healthz_and_livez_bodies_on_both_families(lab):
+def test_healthz_and_livez_bodies_on_both_families_and_an_ipv6_metrics_address(lab):
     lab.manifests.write("node.yaml", node_object())
-    lab.start_daemon(["--healthz-bind-address=0.0.0.0:10256"])
+    lab.start_daemon(["--healthz-bind-address=[::]:10256", "--metrics-bind-address=[::1]:10249"])
     for host in ("127.0.0.1", "::1", NODE_V4, NODE_V6):
         r = get(lab, host, 10256, "/healthz")
         assert r.get("status") == 200, (host, r)
@@ -221,6 +221,10 @@ def test_healthz_and_livez_bodies_on_both_families(lab):
         live = json.loads(get(lab, host, 10256, "/livez")["body"])
         assert "nodeEligible" not in live and live["healthy"] is True
     assert get(lab, "127.0.0.1", 10256, "/metrics").get("status") == 404
+    # An IPv6 literal listens there only.
+    r = get(lab, "::1", 10249, "/metrics")
+    assert r.get("status") == 200 and "# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram" in r["body"]
+    assert "ConnectionRefusedError" in get(lab, "127.0.0.1", 10249, "/metrics").get("error", ""), "IPv4 must refuse"
 
 
 class OwnedTable:

@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
   kpn::source::Source& source = *sourcePtr;
   source.start();
   kpn::render::Renderer renderer(cfg);
+  renderer.setHostAddresses(kpn::net::readHostAddresses());
   if (conf.options.dryRun) {
-    renderer.setHostAddresses(kpn::net::readHostAddresses());
     if (!waitSynced(source, sigfd, std::chrono::seconds(60))) {
       std::cerr << "dry run: " << source.describe() << " did not list everything within 60 s\n";
       return 1;
@@ -202,8 +202,9 @@ int main(int argc, char** argv) {
            &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog})
     loop.addObserver(o);
   kpn::metrics::DaemonServers servers;
-  if (auto err = servers.start(httpLoop, {conf.config.healthzBindAddress, conf.config.metricsBindAddress,
-                                          conf.config.bindAddressHardFail},
+  if (auto err = servers.start(httpLoop,
+                               {conf.config.healthzBindAddress, conf.config.metricsBindAddress,
+                                conf.config.bindAddressHardFail},
                                proxyHealth, clock, metrics)) {
     LOG(ERROR) << *err;
     return 1;
