@@ -319,14 +319,18 @@ Service decodeService(const JV& obj, std::string* named, std::vector<std::string
   Path rp = sp / "loadBalancerSourceRanges";
   if (const JV* ranges = field(spec, "loadBalancerSourceRanges")) {
     const JV& arr = asArray(*ranges, rp);
-    for (rapidjson::SizeType i = 0; i < arr.Size(); ++i)
-      optionalPart(warnings, "source range dropped", [&] {
+    for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) {
+      try {
         // Upstream trims blanks (" 203.0.113.0/25" is accepted by the API server).
         std::string text = trimmed(asString(arr[i], rp[i]));
         auto cidr = net::parseCidr(text);
         if (!cidr) fail(rp[i], quoted(text) + " is not a CIDR (address/prefix-length)");
         svc.loadBalancerSourceRanges.push_back(cidr->str());
-      });
+      } catch (const Invalid& e) {
+        svc.sourceRangeUnreadable = true;
+        warnings.push_back(std::string(e.what()) + "; the load balancer admits no source until it is fixed");
+      }
+    }
   }
   // The old alpha spellings ("OnlyLocal", "Global") are kept verbatim: the renderer decides.
   svc.externalTrafficPolicy = stringField(spec, "externalTrafficPolicy", sp, "Cluster");

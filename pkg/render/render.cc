@@ -72,7 +72,10 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
     auto c = net::parseCidr(text);
     if (c && toNftFamily(c->family) == family) ranges.push_back(*c);
   }
-  const bool firewalled = !ranges.empty();
+  // An unreadable range closes the firewall to every source (no return rule at all), rather
+  // than leaving the service open to all, or to more than its owner listed.
+  if (svc.sourceRangeUnreadable) ranges.clear();
+  const bool firewalled = !ranges.empty() || svc.sourceRangeUnreadable;
 
   auto owns = [&](const std::string& dest) { return !claims || claims->owns(svcKey, dest); };
   auto lost = [&](const std::string& what, const std::string& dest) {
