@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "pkg/render/comment.h"
 #include "pkg/render/endpoints.h"
 #include "pkg/render/layout.h"
 
@@ -87,7 +88,7 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
 
   auto part = std::make_shared<Part>();
   std::set<std::string> seen, hairpins;
-  part->elements.push_back(setElement(kClusterIPs, ex::addr(clusterIP), svc.meta.ns + "/" + svc.meta.name));
+  part->elements.push_back(setElement(kClusterIPs, ex::addr(clusterIP), boundedComment(svc.meta.ns + "/" + svc.meta.name)));
   bool firewallUsed = false;
   const Expr kDrop{"{\"drop\":null}", "drop"};
   auto dropElement = [&](const char* set, Expr key, const std::string& comment) {
