@@ -106,9 +106,14 @@ TEST_CASE("headless, ExternalName and other proxies' services get no rules") {
   auto other = service("ns", "other", {"10.96.0.9"}, {port("", 80)});
   other->meta.labels["service.kubernetes.io/service-proxy-name"] = "someone-else";
   st.upsertService(other);
+  // An empty value is still the label: upstream's `!label` selector leaves the service out.
+  auto emptyName = service("ns", "empty", {"10.96.0.8"}, {port("", 80)});
+  emptyName->meta.labels["service.kubernetes.io/service-proxy-name"] = "";
+  st.upsertService(emptyName);
   std::string text = renderText(st, config());
   CHECK(text.find("ns/") == std::string::npos);
   CHECK(text.find("10.96.0.9") == std::string::npos);
+  CHECK(text.find("10.96.0.8") == std::string::npos);
 }
 
 TEST_CASE("dual-stack services land in both tables, each with its own family's endpoints") {

@@ -38,8 +38,9 @@ std::vector<std::string> rangeOwners(const std::string& chain) {
 
 bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg) {
   if (svc.headless || svc.type == "ExternalName") return false;
-  auto proxyName = svc.meta.labels.find("service.kubernetes.io/service-proxy-name");
-  if (proxyName != svc.meta.labels.end() && proxyName->second != cfg.serviceProxyName) return false;
+  // Any value of the label (the empty one too) hands the service to another proxy, as upstream's
+  // label selector does; the sources filter these out already.
+  if (svc.meta.labels.count("service.kubernetes.io/service-proxy-name")) return false;
   return !svc.clusterIPs.empty();
 }
 

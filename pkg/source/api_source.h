@@ -18,14 +18,12 @@
 
 #include "pkg/kube/reflector.h"
 #include "pkg/kube/transport.h"
+#include "pkg/source/proxy_selector.h"
 #include "pkg/source/source.h"
 #include "pkg/source/unique_fd.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::source {
-
-// Services and EndpointSlices that belong to another proxy, and headless ones, are not ours.
-inline constexpr const char* kProxyLabelSelector = "!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless";
 
 class ApiSource final : public Source {
  public:
