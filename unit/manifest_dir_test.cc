@@ -310,6 +310,33 @@ TEST_CASE("EndpointSlices without the service-name label are ignored with a warn
   CHECK(md.skippedObjects() == 0);
 }
 
+// Defect 4 of issue 11: upstream's selector `!service.kubernetes.io/service-proxy-name` leaves
+// out any object carrying the label, whatever its value.
+TEST_CASE("Services and slices labelled for another proxy (even with an empty value) or headless are not ours") {
+  TempDir d;
+  auto labelled = [](std::string obj, const std::string& labels) {
+    auto at = obj.find("\n  name: ");
+    obj.insert(obj.find('\n', at + 1), "\n  labels: {" + labels + "}");
+    return obj;
+  };
+  std::string sliceWithLabels = slice("web-1", "web", "10.244.0.2");
+  sliceWithLabels.replace(sliceWithLabels.find("{kubernetes.io/service-name: web}"), 33,
+                          "{kubernetes.io/service-name: web, service.kubernetes.io/service-proxy-name: \"\"}");
+  writeFile(d / "s.yaml", labelled(svc("empty", "10.0.0.1"), "service.kubernetes.io/service-proxy-name: \"\"") + "---\n" +
+                              labelled(svc("other", "10.0.0.2"), "service.kubernetes.io/service-proxy-name: other") + "---\n" +
+                              labelled(svc("hl", "10.0.0.3"), "service.kubernetes.io/headless: \"\"") + "---\n" +
+                              svc("web", "10.0.0.4") + "---\n" + sliceWithLabels + "---\n" +
+                              slice("web-2", "web", "10.244.0.3"));
+  state::ClusterState st;
+  ManifestDir md(d.path, "node-a", st);
+  md.start();
+  CHECK(serviceKeys(st) == std::vector<std::string>{"default/web"});
+  REQUIRE(st.slicesByService.count("default/web") == 1);
+  CHECK(st.slicesByService.at("default/web").size() == 1);
+  CHECK(st.slicesByService.at("default/web").count("web-2") == 1);
+  CHECK(md.skippedObjects() == 0);
+}
+
 TEST_CASE("a slice whose service-name label changes moves to its new service") {
   TempDir d;
   writeFile(d / "s.yaml", slice("s1", "web", "10.244.0.2"));
