@@ -19,7 +19,7 @@ UNIT_BIN := $(BUILD)/unit-tests
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest procps
+            python3 python3-pytest procps iptables
 
 .PHONY: all deps test unit e2e demo bench clean
 all: $(BIN)

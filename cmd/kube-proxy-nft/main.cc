@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "nft/diff.h"
+#include "nft/iptables_cleanup.h"
 #include "nft/runner.h"
 #include "pkg/health/health_check_ports.h"
 #include "pkg/http/server.h"
@@ -56,7 +57,11 @@ DEFINE_string(pod_bridge_interface, "", "With --detect-local-mode=BridgeInterfac
 DEFINE_string(pod_interface_name_prefix, "",
               "With --detect-local-mode=InterfaceNamePrefix: the name prefix of the pods' host-side interfaces");
 DEFINE_bool(dry_run, false, "Print the complete desired ruleset for both families as nft text and exit");
-DEFINE_bool(cleanup, false, "Delete the ip and ip6 kube-proxy tables and exit");
+DEFINE_bool(cleanup, false,
+            "Delete the ip and ip6 kube-proxy tables and upstream kube-proxy's iptables-mode chains, and exit");
+DEFINE_bool(cleanup_iptables, true,
+            "Once our rules are committed, remove upstream kube-proxy's iptables-mode KUBE-* chains and the jumps to "
+            "them from the iptables-nft tables (docs/migration.md)");
 
 namespace {
 
@@ -151,6 +156,7 @@ int runCleanup() {
       rc = 1;
     }
   }
+  if (!kpn::nft::removeIptablesLeftovers(runner).ok) rc = 1;
   return rc;
 }
 
@@ -215,6 +221,7 @@ int main(int argc, char** argv) {
 
   kpn::nft::NftRunner runner;
   kpn::sync::Syncer syncer(renderer, runner);
+  if (FLAGS_cleanup_iptables) syncer.afterCommit(kpn::nft::iptablesLeftoverCleaner(runner));
   kpn::http::Loop httpLoop;  // before the servers on it: it must outlive them
   kpn::health::HealthCheckPorts healthPorts(httpLoop);
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
