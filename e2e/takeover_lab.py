@@ -1,5 +1,6 @@
-"""Shared by the takeover tests (test_80, test_81): a dual-stack service `web` (http 80 -> 8080 and
-a long-lived `chat` port 7000 -> 7070) and `none` (no endpoints), and the takeover itself: our
+"""Shared by the takeover tests (test_80, test_81): a dual-stack NodePort service `web` (http 80 ->
+8080, nodePort 30080, and a long-lived `chat` port 7000 -> 7070) and `none` (no endpoints), and
+the takeover itself: our
 daemon starts while a NEW TCP connection every 20 ms and one long-lived connection per family keep
 running, and every one of them must get through."""
 import time
@@ -12,28 +13,39 @@ V4 = {"family": "ip", "addr": lambda pod: pod.v4, "web": "10.96.8.1", "none": "1
 V6 = {"family": "ip6", "addr": lambda pod: pod.v6, "web": "fd00:10:96::8:1", "none": "fd00:10:96::8:2",
       "cidr": netlab.CLUSTER_CIDR_V6, "service_cidr": "fd00:10:96::/112", "node": netlab.NODE_V6}
 FAMILIES = (V4, V6)
-PORTS = [("http", 80, "TCP", 8080), ("chat", 7000, "TCP", 7070)]
+NODE_PORT = 30080
+PORTS = [("http", 80, "TCP", 8080, NODE_PORT), ("chat", 7000, "TCP", 7070)]
 SLICE_PORTS = [("http", 8080, "TCP"), ("chat", 7070, "TCP")]
 
 
 def write_manifests(lab, eps):
+    """node.yaml, and web.yaml with `web` served by eps and `none`."""
     lab.manifests.write("node.yaml", node_object())
     lab.manifests.write("web.yaml", [
-        service("web", PORTS, [V4["web"], V6["web"]]),
+        service("web", PORTS, [V4["web"], V6["web"]], type="NodePort"),
         endpoint_slice("web", [p.v4 for p in eps], SLICE_PORTS),
         endpoint_slice("web", [p.v6 for p in eps], SLICE_PORTS, address_type="IPv6"),
         service("none", [("http", 80, "TCP", 8080)], [V4["none"], V6["none"]]),
     ])
 
 
-def assert_serves(agent, client, eps, what):
+def outside(lab):
+    """(an agent in an outside client, the node's addresses): for assert_serves' NodePort check."""
+    return lab.agent(lab.add_external_client()), lab.node_addresses()
+
+
+def assert_serves(agent, client, eps, what, outside=None):
     """Both families: `web` answers from exactly eps and sees the client's own address (pod to
-    ClusterIP is not masqueraded); `none` rejects."""
+    ClusterIP is not masqueraded); `none` rejects. outside=(agent, node addresses): web's NodePort
+    on the node's primary address answers an outside client, masqueraded to a node address."""
     for fam in FAMILIES:
         addr = fam["addr"]
         expect_answers(agent, fam["web"], 80, [addr(p) for p in eps], [addr(client)],
                        what=f"{fam['family']} {what}")
         expect_refused(agent, fam["none"], 80, what=f"{fam['family']} {what}: service without endpoints")
+        if outside:
+            expect_answers(outside[0], fam["node"], NODE_PORT, [addr(p) for p in eps], outside[1],
+                           what=f"{fam['family']} {what}: NodePort from outside")
 
 
 def wait_loop_attempts(agent, more, timeout=20.0):

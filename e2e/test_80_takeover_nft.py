@@ -14,15 +14,15 @@ import pytest
 
 import netlab
 import upstream_nft
-from netlab import endpoint_slice, service, sh
-from takeover_lab import FAMILIES, PORTS, SLICE_PORTS, V4, V6, assert_serves, take_over, write_manifests
+from netlab import sh
+from takeover_lab import FAMILIES, NODE_PORT, V4, assert_serves, outside, take_over, write_manifests
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
 
 
 def upstream_services(fam, eps):
     addr = fam["addr"]
-    return [upstream_nft.Svc("web", fam["web"], 80, [(addr(p), 8080) for p in eps]),
+    return [upstream_nft.Svc("web", fam["web"], 80, [(addr(p), 8080) for p in eps], node_port=NODE_PORT),
             upstream_nft.Svc("web", fam["web"], 7000, [(addr(p), 7070) for p in eps], port_name="chat"),
             upstream_nft.Svc("none", fam["none"], 80, [])]
 
@@ -92,8 +92,8 @@ def test_takeover_from_upstream_nftables_mode_drops_nothing_and_leaves_none_of_u
     write_manifests(lab, eps)
     load_upstream(lab, layout, eps)
     up = {fam["family"]: table_objects(lab.node, fam["family"]) for fam in FAMILIES}
-    probe = lab.agent(client)
-    assert_serves(probe, client, eps, f"upstream {layout} before the takeover")
+    probe, ext = lab.agent(client), outside(lab)
+    assert_serves(probe, client, eps, f"upstream {layout} before the takeover", ext)
 
     d = take_over(lab, client, eps)
 
@@ -115,15 +115,10 @@ def test_takeover_from_upstream_nftables_mode_drops_nothing_and_leaves_none_of_u
             f"{f}: sets differ from a clean node's: {sorted(set(have['sets']) ^ set(want[f]['sets']))}"
 
     # ...and it is our daemon that serves: it follows a change.
-    assert_serves(probe, client, eps, "after the takeover")
+    assert_serves(probe, client, eps, "after the takeover", ext)
     with d.change():
-        lab.manifests.write("web.yaml", [
-            service("web", PORTS, [V4["web"], V6["web"]]),
-            endpoint_slice("web", [eps[1].v4], SLICE_PORTS),
-            endpoint_slice("web", [eps[1].v6], SLICE_PORTS, address_type="IPv6"),
-            service("none", [("http", 80, "TCP", 8080)], [V4["none"], V6["none"]]),
-        ])
-    assert_serves(probe, client, eps[1:], "our daemon after an endpoint change")
+        write_manifests(lab, eps[1:])
+    assert_serves(probe, client, eps[1:], "our daemon after an endpoint change", ext)
 
     # The way back: --cleanup leaves no table of ours, and upstream's layout loads and serves again.
     d.stop()
@@ -134,4 +129,4 @@ def test_takeover_from_upstream_nftables_mode_drops_nothing_and_leaves_none_of_u
     r = probe.tcp(V4["web"], 80, timeout=0.5)
     assert r.startswith("ERR:"), f"after --cleanup something still serves {V4['web']}: {r}"
     load_upstream(lab, layout, eps)
-    assert_serves(probe, client, eps, f"upstream {layout} loaded again after --cleanup")
+    assert_serves(probe, client, eps, f"upstream {layout} loaded again after --cleanup", ext)

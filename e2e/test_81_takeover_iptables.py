@@ -15,7 +15,7 @@ import netlab
 import upstream_iptables
 import upstream_nft
 from netlab import sh
-from takeover_lab import V4, V6, assert_serves, take_over, write_manifests
+from takeover_lab import NODE_PORT, V4, V6, assert_serves, outside, take_over, write_manifests
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
 
@@ -26,7 +26,7 @@ BASE = [f"--hostname-override={netlab.NODE_NAME}", f"--cluster-cidr={netlab.CLUS
 def load_upstream_iptables(lab, eps):
     for fam, tool in ((V4, "iptables-nft-restore"), (V6, "ip6tables-nft-restore")):
         addr = fam["addr"]
-        svcs = [upstream_iptables.Svc("web", fam["web"], 80, [(addr(p), 8080) for p in eps]),
+        svcs = [upstream_iptables.Svc("web", fam["web"], 80, [(addr(p), 8080) for p in eps], node_port=NODE_PORT),
                 upstream_iptables.Svc("web", fam["web"], 7000, [(addr(p), 7070) for p in eps], port_name="chat"),
                 upstream_iptables.Svc("none", fam["none"], 80, [])]
         text = upstream_iptables.restore_file(fam is V6, svcs, fam["cidr"])
@@ -77,14 +77,15 @@ def test_takeover_from_upstream_iptables_mode_drops_nothing_and_removes_only_ups
     load_upstream_iptables(lab, eps)
     before = {f: saved(lab, f) for f in ("ip", "ip6")}
     assert any("statistic" in l or "random" in l for _, l in before["ip"]), before["ip"]
-    probe = lab.agent(client)
-    assert_serves(probe, client, eps, "upstream iptables mode before the takeover")
+    assert {c.split("-")[1] for _, c in chains_of(before["ip"]) if c.startswith("KUBE-")} >= {"SVC", "SEP", "EXT"}
+    probe, ext = lab.agent(client), outside(lab)
+    assert_serves(probe, client, eps, "upstream iptables mode before the takeover", ext)
 
     d = take_over(lab, client, eps, wait_log="removed upstream kube-proxy's iptables leftovers")
     print([l for l in d.stderr().splitlines() if "iptables" in l])
     for f in ("ip", "ip6"):
         assert_only_upstreams_removed(before[f], saved(lab, f), f"{f} after the takeover")
-    assert_serves(probe, client, eps, "our daemon after the takeover")
+    assert_serves(probe, client, eps, "our daemon after the takeover", ext)
 
 
 def test_cleanup_iptables_false_keeps_them_and_cleanup_removes_ours_and_upstreams(lab):
@@ -99,7 +100,8 @@ def test_cleanup_iptables_false_keeps_them_and_cleanup_removes_ours_and_upstream
     d.settle()
     assert {f: saved(lab, f) for f in ("ip", "ip6")} == before, "--cleanup-iptables=false touched iptables"
     assert "iptables leftovers" not in d.stderr()
-    assert_serves(lab.agent(client), client, eps, "both proxies' rules in place")
+    ext = outside(lab)
+    assert_serves(lab.agent(client), client, eps, "both proxies' rules in place", ext)
     d.stop()
 
     p = sh([netlab.BIN, "--cleanup"] + BASE, ns=lab.node, check=False)
@@ -117,8 +119,8 @@ def test_cleanup_iptables_false_keeps_them_and_cleanup_removes_ours_and_upstream
     assert r.startswith("ERR:"), f"after --cleanup something still serves {V4['web']}: {r}"
     for fam in (V4, V6):
         addr = fam["addr"]
-        svcs = [upstream_nft.Svc("web", fam["web"], 80, [(addr(p), 8080) for p in eps]),
+        svcs = [upstream_nft.Svc("web", fam["web"], 80, [(addr(p), 8080) for p in eps], node_port=NODE_PORT),
                 upstream_nft.Svc("none", fam["none"], 80, [])]
         sh(["nft", "-f", "-"], ns=lab.node, input=upstream_nft.script(
             fam["family"], "v1.36", svcs, fam["cidr"], fam["service_cidr"], fam["node"]))
-    assert_serves(probe, client, eps, "upstream's nftables table loaded after --cleanup")
+    assert_serves(probe, client, eps, "upstream's nftables table loaded after --cleanup", ext)

@@ -21,12 +21,16 @@ def _hash16(text):
 
 
 class Svc:
-    def __init__(self, name, cluster_ip, port, endpoints, port_name="http", ns="default"):
+    def __init__(self, name, cluster_ip, port, endpoints, port_name="http", ns="default", node_port=None):
         self.port_name_str = f"{ns}/{name}:{port_name}"
         self.ip, self.port, self.endpoints = cluster_ip, port, list(endpoints)
+        self.node_port = node_port
 
     def svc_chain(self):
         return "KUBE-SVC-" + _hash16(self.port_name_str + "tcp")
+
+    def ext_chain(self):
+        return "KUBE-EXT-" + _hash16(self.port_name_str + "tcp")
 
     def sep_chain(self, ep):
         return "KUBE-SEP-" + _hash16(self.port_name_str + "tcp" + ep)
@@ -90,6 +94,15 @@ def restore_file(v6, services, cluster_cidr):
                        f'-m tcp --dport {s.port} -j {svc}')
         n_rules.append(f'-A {svc} ! -s {cluster_cidr} -d {s.ip}{host} -p tcp -m comment --comment '
                        f'"{s.port_name_str} cluster IP" -m tcp --dport {s.port} -j KUBE-MARK-MASQ')
+        if s.node_port:  # externalTrafficPolicy Cluster: KUBE-NODEPORTS -> KUBE-EXT (masquerade) -> KUBE-SVC
+            ext = s.ext_chain()
+            n_chains.append(ext)
+            n_rules += [
+                f'-A KUBE-NODEPORTS -p tcp -m comment --comment "{s.port_name_str}" -m tcp --dport {s.node_port} -j {ext}',
+                f'-A {ext} -m comment --comment "masquerade traffic for {s.port_name_str} external destinations" '
+                '-j KUBE-MARK-MASQ',
+                f"-A {ext} -j {svc}",
+            ]
         for i, (ip, port) in enumerate(s.endpoints):
             ep = f"[{ip}]:{port}" if v6 else f"{ip}:{port}"
             sep = s.sep_chain(ep)

@@ -44,15 +44,19 @@ class Svc:
     """One service port of one family: ns/name, protocol tcp, port name, ClusterIP:port and its
     endpoints [(ip, port)]; an empty list means "no endpoints" (reject)."""
 
-    def __init__(self, name, cluster_ip, port, endpoints, port_name="http", ns="default"):
+    def __init__(self, name, cluster_ip, port, endpoints, port_name="http", ns="default", node_port=None):
         self.ns, self.name, self.port_name = ns, name, port_name
         self.ip, self.port, self.endpoints = cluster_ip, port, list(endpoints)
+        self.node_port = node_port
 
     def key(self):
         return f"{self.ns}/{self.name}/tcp/{self.port_name}"
 
     def chain(self):
         return "service-" + hash_and_truncate(self.key())
+
+    def external_chain(self):
+        return "external-" + hash_and_truncate(self.key())
 
     def endpoint_chain(self, ip, port):
         return "endpoint-" + hash_and_truncate(f"{self.key()}__{ip.replace(':', '.')}/{port}")
@@ -148,6 +152,13 @@ def script(family, layout, services, cluster_cidr, service_cidr, node_ip):
                 vm.append(f"{i} : goto {ec}")
             out.append(f"add rule {T} {sc} numgen random mod {len(vm)} vmap {{ {' , '.join(vm)} }}")
         out.append(f"add element {T} service-ips {{ {s.ip} . tcp . {s.port} : goto {sc} }}")
+        if s.node_port:  # externalTrafficPolicy Cluster: masquerade, then the service chain
+            xc = s.external_chain()
+            out.append(f"add chain {T} {xc}")
+            mark = "meta mark set meta mark | 0x4000" if layout == "v1.36" else "jump mark-for-masquerade"
+            out.append(f'add rule {T} {xc} {mark} comment "masquerade"')
+            out.append(f"add rule {T} {xc} goto {sc}")
+            out.append(f"add element {T} service-nodeports {{ tcp . {s.node_port} : goto {xc} }}")
     return "\n".join(out) + "\n"
 
 
@@ -159,6 +170,8 @@ def own_objects(family, layout, services):
     for s in services:
         if s.endpoints:
             names.add(s.chain())
+            if s.node_port:
+                names.add(s.external_chain())
             if layout != "v1.36":
                 names |= {s.endpoint_chain(ip, port) for ip, port in s.endpoints}
     return names
