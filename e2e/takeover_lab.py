@@ -8,9 +8,10 @@ import time
 import netlab
 from netlab import endpoint_slice, expect_answers, expect_refused, node_object, service
 
-V4 = {"family": "ip", "addr": lambda pod: pod.v4, "web": "10.96.8.1", "none": "10.96.8.2",
+V4 = {"family": "ip", "addr": lambda pod: pod.v4, "web": "10.96.8.1", "none": "10.96.8.2", "gone": "10.96.8.3",
       "cidr": netlab.CLUSTER_CIDR_V4, "service_cidr": "10.96.0.0/16", "node": netlab.NODE_V4}
 V6 = {"family": "ip6", "addr": lambda pod: pod.v6, "web": "fd00:10:96::8:1", "none": "fd00:10:96::8:2",
+      "gone": "fd00:10:96::8:3",
       "cidr": netlab.CLUSTER_CIDR_V6, "service_cidr": "fd00:10:96::/112", "node": netlab.NODE_V6}
 FAMILIES = (V4, V6)
 NODE_PORT = 30080

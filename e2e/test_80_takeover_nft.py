@@ -21,10 +21,13 @@ pytestmark = pytest.mark.usefixtures("daemon_bin")
 
 
 def upstream_services(fam, eps):
+    """web and none as in our manifests, and `gone`: a service with session affinity deleted while
+    no proxy ran, so that only upstream's table still has it."""
     addr = fam["addr"]
     return [upstream_nft.Svc("web", fam["web"], 80, [(addr(p), 8080) for p in eps], node_port=NODE_PORT),
             upstream_nft.Svc("web", fam["web"], 7000, [(addr(p), 7070) for p in eps], port_name="chat"),
-            upstream_nft.Svc("none", fam["none"], 80, [])]
+            upstream_nft.Svc("none", fam["none"], 80, []),
+            upstream_nft.Svc("gone", fam["gone"], 80, [(addr(p), 8080) for p in eps], affinity=True)]
 
 
 def load_upstream(lab, layout, eps):
@@ -94,6 +97,8 @@ def test_takeover_from_upstream_nftables_mode_drops_nothing_and_leaves_none_of_u
     up = {fam["family"]: table_objects(lab.node, fam["family"]) for fam in FAMILIES}
     probe, ext = lab.agent(client), outside(lab)
     assert_serves(probe, client, eps, f"upstream {layout} before the takeover", ext)
+    for fam in FAMILIES:
+        assert probe.tcp(fam["gone"], 80).split()[0] in {fam["addr"](p) for p in eps}, "upstream serves `gone`"
 
     d = take_over(lab, client, eps)
 
@@ -116,6 +121,9 @@ def test_takeover_from_upstream_nftables_mode_drops_nothing_and_leaves_none_of_u
 
     # ...and it is our daemon that serves: it follows a change.
     assert_serves(probe, client, eps, "after the takeover", ext)
+    for fam in FAMILIES:
+        r = probe.tcp(fam["gone"], 80, timeout=0.5)
+        assert r.startswith("ERR:"), f"{fam['family']}: the service only upstream's table had still answers: {r}"
     with d.change():
         write_manifests(lab, eps[1:])
     assert_serves(probe, client, eps[1:], "our daemon after an endpoint change", ext)

@@ -44,10 +44,12 @@ class Svc:
     """One service port of one family: ns/name, protocol tcp, port name, ClusterIP:port and its
     endpoints [(ip, port)]; an empty list means "no endpoints" (reject)."""
 
-    def __init__(self, name, cluster_ip, port, endpoints, port_name="http", ns="default", node_port=None):
+    def __init__(self, name, cluster_ip, port, endpoints, port_name="http", ns="default", node_port=None,
+                 affinity=False):
         self.ns, self.name, self.port_name = ns, name, port_name
         self.ip, self.port, self.endpoints = cluster_ip, port, list(endpoints)
         self.node_port = node_port
+        self.affinity = affinity  # sessionAffinity ClientIP (the endpoint-chain layouts only)
 
     def key(self):
         return f"{self.ns}/{self.name}/tcp/{self.port_name}"
@@ -60,6 +62,9 @@ class Svc:
 
     def endpoint_chain(self, ip, port):
         return "endpoint-" + hash_and_truncate(f"{self.key()}__{ip.replace(':', '.')}/{port}")
+
+    def affinity_set(self, ip, port):
+        return "affinity-" + hash_and_truncate(f"{self.key()}__{ip.replace(':', '.')}/{port}")
 
 
 def script(family, layout, services, cluster_cidr, service_cidr, node_ip):
@@ -148,6 +153,11 @@ def script(family, layout, services, cluster_cidr, service_cidr, node_ip):
                 ec = s.endpoint_chain(ip, port)
                 out.append(f"add chain {T} {ec}")
                 out.append(f"add rule {T} {ec} {A} saddr {ip} jump mark-for-masquerade")
+                if s.affinity:
+                    aff = s.affinity_set(ip, port)
+                    out.append(f"add set {T} {aff} {{ type {addr} ; flags dynamic,timeout ; timeout 10800s ; }}")
+                    out.append(f"add rule {T} {ec} update @{aff} {{ {A} saddr }}")
+                    out.append(f"add rule {T} {sc} {A} saddr @{aff} goto {ec}")
                 out.append(f"add rule {T} {ec} meta l4proto tcp dnat to {dnat_target(ip, port)}")
                 vm.append(f"{i} : goto {ec}")
             out.append(f"add rule {T} {sc} numgen random mod {len(vm)} vmap {{ {' , '.join(vm)} }}")
@@ -174,4 +184,6 @@ def own_objects(family, layout, services):
                 names.add(s.external_chain())
             if layout != "v1.36":
                 names |= {s.endpoint_chain(ip, port) for ip, port in s.endpoints}
+                if s.affinity:
+                    names |= {s.affinity_set(ip, port) for ip, port in s.endpoints}
     return names
