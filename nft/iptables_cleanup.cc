@@ -25,29 +25,24 @@ IptablesCleanupResult removeIptablesLeftovers(NftRunner& runner) {
   IptablesCleanupResult res;
   if (auto legacy = legacyIptablesReport(readFile)) LOG(WARNING) << *legacy;
   IptablesCleanupPlan plan;
-  for (const char* family : {"ip", "ip6"}) {
-    for (const char* table : {"nat", "filter", "mangle"}) {
-      std::string listing;
-      RunResult r = runner.runJson(std::string("{\"nftables\":[{\"list\":{\"table\":{\"family\":\"") + family +
-                                       "\",\"name\":\"" + table + "\"}}}]}",
-                                   &listing);
-      if (!r.ok) {
-        if (r.error.find("No such file or directory") != std::string::npos) continue;  // no such table
-        res.ok = false;
-        res.error = std::string("cannot list table ") + family + " " + table + ": " + r.error;
-        LOG(ERROR) << "iptables leftovers: " << res.error;
-        return res;
-      }
-      std::string error;
-      if (!planIptablesCleanup(listing, &plan, &error)) {
-        res.ok = false;
-        res.error = std::string("table ") + family + " " + table + ": " + error;
-        LOG(ERROR) << "iptables leftovers: " << res.error;
-        return res;
-      }
-    }
-  }
-  if (plan.commands.empty()) {
+  // Chain names first, then the rules of only the chains that are not upstream's (a few): the
+  // rules of 100k upstream chains would take minutes to list, all of it in their xt matches.
+  auto add = [&](const std::string& cmd, const std::string& what) {
+    std::string listing, error;
+    RunResult r = runner.runJson(cmd, &listing);
+    if (!r.ok && r.error.find("No such file or directory") != std::string::npos) return true;  // gone meanwhile
+    if (r.ok && addIptablesListing(listing, &plan, &error)) return true;
+    res.ok = false;
+    res.error = "cannot list " + what + ": " + (r.ok ? error : r.error);
+    LOG(ERROR) << "iptables leftovers: " << res.error;
+    return false;
+  };
+  for (const char* family : {"ip", "ip6"})
+    if (!add(listChainsCommand(family), std::string("the chains of ") + family)) return res;
+  const auto others = plan.otherChains;
+  for (const auto& c : others)
+    if (!add(listChainCommand(c), "chain " + c.family + " " + c.table + " " + c.name)) return res;
+  if (plan.upstreamChains.empty() && plan.ruleDeletes.empty()) {
     VLOG(1) << "iptables leftovers: none of upstream kube-proxy's iptables chains found";
     return res;
   }
@@ -55,15 +50,18 @@ IptablesCleanupResult removeIptablesLeftovers(NftRunner& runner) {
   if (!r.ok) {
     res.ok = false;
     res.error = r.error;
-    LOG(ERROR) << "iptables leftovers: removing " << plan.chains.size() << " chains and " << plan.jumpRules
+    LOG(ERROR) << "iptables leftovers: removing " << plan.upstreamChains.size() << " chains and " << plan.jumpRules
                << " jump rules failed: " << r.error;
     return res;
   }
-  res.chains = plan.chains.size();
+  res.chains = plan.upstreamChains.size();
   res.jumpRules = plan.jumpRules;
   std::string names;  // a few, for the log: a big cluster leaves thousands of KUBE-SEP-* chains
-  for (size_t i = 0; i < plan.chains.size() && i < 12; ++i) names += (i ? ", " : "") + plan.chains[i];
-  if (plan.chains.size() > 12) names += ", ...";
+  for (size_t i = 0; i < plan.upstreamChains.size() && i < 12; ++i) {
+    const auto& c = plan.upstreamChains[i];
+    names += (i ? ", " : "") + c.family + " " + c.table + " " + c.name;
+  }
+  if (plan.upstreamChains.size() > 12) names += ", ...";
   LOG(INFO) << "removed upstream kube-proxy's iptables leftovers: " << res.jumpRules << " jump rules, "
             << res.chains << " chains (" << names << ")";
   return res;

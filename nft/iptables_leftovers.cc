@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "nft/json_text.h"
+
 namespace kpn::nft {
 
 namespace {
@@ -18,14 +20,9 @@ constexpr std::string_view kFixedChains[] = {
 constexpr std::string_view kChainPrefixes[] = {"KUBE-SVC-", "KUBE-SVL-", "KUBE-SEP-", "KUBE-FW-", "KUBE-EXT-",
                                                "KUBE-XLB-"};
 
-// A chain of the listed table, by name; the family and table come from the listing itself.
-struct TableRef {
-  std::string family, table;
-};
-
 // {"<verb>":{"<kind>":{"family":..,"table":..,"name"|"chain":..,["handle":..]}}} with every
 // string escaped by the JSON writer (names come from the kernel, i.e. from whoever made them).
-std::string command(const char* verb, const char* kind, const TableRef& t, const std::string& chain,
+std::string command(const char* verb, const char* kind, const IptablesChain& c,
                     std::optional<int64_t> handle = std::nullopt) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
@@ -35,11 +32,11 @@ std::string command(const char* verb, const char* kind, const TableRef& t, const
   w.Key(kind);
   w.StartObject();
   w.Key("family");
-  w.String(t.family.c_str(), t.family.size());
+  w.String(c.family.c_str(), c.family.size());
   w.Key("table");
-  w.String(t.table.c_str(), t.table.size());
+  w.String(c.table.c_str(), c.table.size());
   w.Key(handle ? "chain" : "name");
-  w.String(chain.c_str(), chain.size());
+  w.String(c.name.c_str(), c.name.size());
   if (handle) {
     w.Key("handle");
     w.Int64(*handle);
@@ -48,6 +45,11 @@ std::string command(const char* verb, const char* kind, const TableRef& t, const
   w.EndObject();
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
+}
+
+// The tables iptables-nft makes (upstream's proxier uses these three).
+bool isIptablesNftTable(const IptablesChain& c) {
+  return (c.family == "ip" || c.family == "ip6") && (c.table == "nat" || c.table == "filter" || c.table == "mangle");
 }
 
 std::string str(const rapidjson::Value& obj, const char* key) {
@@ -82,53 +84,64 @@ bool isUpstreamIptablesChain(std::string_view name) {
   return false;
 }
 
-bool planIptablesCleanup(const std::string& listingJson, IptablesCleanupPlan* plan, std::string* error) {
+bool addIptablesListing(const std::string& listingJson, IptablesCleanupPlan* plan, std::string* error) {
   rapidjson::Document doc;
   doc.Parse(listingJson.c_str(), listingJson.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("nftables") || !doc["nftables"].IsArray()) {
     if (error) *error = "unreadable nft listing";
     return false;
   }
-  TableRef table;
-  std::vector<std::string> ours;  // upstream's chains, in listing order
-  struct Jump {
-    std::string chain;
-    int64_t handle;
-  };
-  std::vector<Jump> jumps;
+  IptablesCleanupPlan next = *plan;
   for (const auto& item : doc["nftables"].GetArray()) {
     if (!item.IsObject()) continue;
     if (item.HasMember("chain") && item["chain"].IsObject()) {
       const auto& c = item["chain"];
-      table = {str(c, "family"), str(c, "table")};
-      std::string name = str(c, "name");
-      if (isUpstreamIptablesChain(name)) ours.push_back(name);
+      IptablesChain chain{str(c, "family"), str(c, "table"), str(c, "name")};
+      if (!isIptablesNftTable(chain) || !next.seen.insert(chain).second) continue;
+      if (!isUpstreamIptablesChain(chain.name)) {
+        next.otherChains.push_back(chain);
+        continue;
+      }
+      next.upstreamChains.push_back(chain);
+      next.chainFlushes.push_back(command("flush", "chain", chain));
+      next.chainDeletes.push_back(command("delete", "chain", chain));
     } else if (item.HasMember("rule") && item["rule"].IsObject()) {
       const auto& r = item["rule"];
-      std::string chain = str(r, "chain");
-      if (isUpstreamIptablesChain(chain) || !r.HasMember("expr") || !r.HasMember("handle") || !r["handle"].IsInt64())
-        continue;  // rules inside upstream's chains go with their chain's flush
+      IptablesChain chain{str(r, "family"), str(r, "table"), str(r, "chain")};
+      // Rules inside upstream's chains go with their chain's flush.
+      if (!isIptablesNftTable(chain) || isUpstreamIptablesChain(chain.name) || !r.HasMember("expr") ||
+          !r.HasMember("handle") || !r["handle"].IsInt64())
+        continue;
       auto target = verdictTarget(r["expr"]);
-      if (target && isUpstreamIptablesChain(*target)) jumps.push_back({chain, r["handle"].GetInt64()});
+      if (!target || !isUpstreamIptablesChain(*target)) continue;
+      std::string del = command("delete", "rule", chain, r["handle"].GetInt64());
+      if (!next.seenRules.insert(del).second) continue;
+      next.ruleDeletes.push_back(std::move(del));
+      ++next.jumpRules;
     }
   }
-  for (const Jump& j : jumps) plan->commands.push_back(command("delete", "rule", table, j.chain, j.handle));
-  for (const auto& c : ours) plan->commands.push_back(command("flush", "chain", table, c));
-  for (const auto& c : ours) {
-    plan->commands.push_back(command("delete", "chain", table, c));
-    plan->chains.push_back(table.family + " " + table.table + " " + c);
-  }
-  plan->jumpRules += jumps.size();
+  *plan = std::move(next);
   return true;
 }
 
 std::string cleanupTransactionJson(const IptablesCleanupPlan& plan) {
   std::string out = "{\"nftables\":[";
-  for (size_t i = 0; i < plan.commands.size(); ++i) {
-    if (i) out += ',';
-    out += plan.commands[i];
-  }
+  bool first = true;
+  for (const auto* part : {&plan.ruleDeletes, &plan.chainFlushes, &plan.chainDeletes})
+    for (const auto& c : *part) {
+      if (!first) out += ',';
+      first = false;
+      out += c;
+    }
   return out + "]}";
+}
+
+std::string listChainsCommand(const std::string& family) {
+  return "{\"nftables\":[{\"list\":{\"chains\":{\"family\":" + jsonString(family) + "}}}]}";
+}
+
+std::string listChainCommand(const IptablesChain& chain) {
+  return "{\"nftables\":[" + command("list", "chain", chain) + "]}";
 }
 
 std::optional<std::string> legacyIptablesReport(

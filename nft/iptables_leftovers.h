@@ -8,7 +8,9 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <string_view>
 #include <vector>
 
@@ -18,20 +20,40 @@ namespace kpn::nft {
 // per-service / per-endpoint prefixes (isServiceChainName, plus the KUBE-XLB- of older releases).
 bool isUpstreamIptablesChain(std::string_view name);
 
-struct IptablesCleanupPlan {
-  // libnftables JSON commands (no {"nftables":...} wrapper): delete the jump rules by handle,
-  // flush upstream's chains (they jump to each other), then delete them.
-  std::vector<std::string> commands;
-  std::vector<std::string> chains;  // "ip nat KUBE-SERVICES", for the log
-  size_t jumpRules = 0;
+struct IptablesChain {
+  std::string family, table, name;
+  bool operator<(const IptablesChain& o) const {
+    return std::tie(family, table, name) < std::tie(o.family, o.table, o.name);
+  }
 };
 
-// Adds to *plan what one table's JSON listing (`list table ip nat`) holds of upstream's. Returns
-// false (and sets *error) on a listing it cannot read; *plan is then unchanged.
-bool planIptablesCleanup(const std::string& listingJson, IptablesCleanupPlan* plan, std::string* error);
+struct IptablesCleanupPlan {
+  // libnftables JSON commands, run in this order in one transaction: delete the jump rules by
+  // handle, flush upstream's chains (they jump to each other), delete them.
+  std::vector<std::string> ruleDeletes, chainFlushes, chainDeletes;
+  std::vector<IptablesChain> upstreamChains;
+  // Chains of those tables that are not upstream's but may jump to it (the built-in chains, the
+  // kubelet's, a user's): list each one and add its listing too.
+  std::vector<IptablesChain> otherChains;
+  size_t jumpRules = 0;
+  std::set<IptablesChain> seen;     // chains already sorted into the two lists
+  std::set<std::string> seenRules;  // rule deletes already planned
+};
+
+// Adds what a JSON listing holds, for the iptables-nft tables `ip|ip6 nat|filter|mangle` only
+// (anything else, our own tables included, is ignored): chains (upstream's to remove, the others
+// to look into) and rules outside upstream's chains that jump or go to one of upstream's. Meant
+// for `list chains <family>` (names only: listing upstream's rules costs ~15 s at 11k chains, all
+// in translating their xt matches) and then `list chain` of each of otherChains; a whole `list
+// table` works too. Returns false (and sets *error) on a listing it cannot read, *plan unchanged.
+bool addIptablesListing(const std::string& listingJson, IptablesCleanupPlan* plan, std::string* error);
 
 // The commands as one transaction: {"nftables":[...]}.
 std::string cleanupTransactionJson(const IptablesCleanupPlan& plan);
+
+// The listings to feed addIptablesListing: every chain's name of a family, one chain's rules.
+std::string listChainsCommand(const std::string& family);
+std::string listChainCommand(const IptablesChain& chain);
 
 // iptables-legacy in this network namespace: the x_tables tables the kernel lists in
 // /proc/net/ip_tables_names and ip6_tables_names (`readFile` returns nullopt for an absent file).

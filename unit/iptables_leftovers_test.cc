@@ -24,10 +24,17 @@ std::string golden(const char* name) {
   return s.str();
 }
 
+std::vector<std::string> commandsOf(const IptablesCleanupPlan& plan) {
+  std::vector<std::string> out = plan.ruleDeletes;
+  out.insert(out.end(), plan.chainFlushes.begin(), plan.chainFlushes.end());
+  out.insert(out.end(), plan.chainDeletes.begin(), plan.chainDeletes.end());
+  return out;
+}
+
 // The plan's commands by verb and kind: "delete rule" -> ["FORWARD#18", ...], "flush chain" -> names.
 std::map<std::string, std::vector<std::string>> byVerb(const IptablesCleanupPlan& plan) {
   std::map<std::string, std::vector<std::string>> out;
-  for (const auto& c : plan.commands) {
+  for (const auto& c : commandsOf(plan)) {
     rapidjson::Document d;
     d.Parse(c.c_str());
     REQUIRE_FALSE(d.HasParseError());
@@ -60,7 +67,7 @@ TEST_CASE("iptables leftovers: upstream's chains are the proxier's, never the ku
 TEST_CASE("iptables leftovers: filter table: the jumps from the built-in chains, then upstream's chains; the rest stays") {
   IptablesCleanupPlan plan;
   std::string error;
-  REQUIRE(planIptablesCleanup(golden("iptables-nft-filter.json"), &plan, &error));
+  REQUIRE(addIptablesListing(golden("iptables-nft-filter.json"), &plan, &error));
   auto v = byVerb(plan);
   // INPUT 16 (KUBE-FIREWALL, the kubelet's) and 17 (the user's USER-AUDIT) stay, as do OUTPUT 24.
   CHECK(v["delete rule"] == std::vector<std::string>{"INPUT#13", "INPUT#14", "INPUT#15", "FORWARD#18", "FORWARD#19",
@@ -70,23 +77,30 @@ TEST_CASE("iptables leftovers: filter table: the jumps from the built-in chains,
   CHECK(v["flush chain"] == chains);
   CHECK(v["delete chain"] == chains);
   CHECK(plan.jumpRules == 9);
-  CHECK(plan.chains.front() == "ip filter KUBE-EXTERNAL-SERVICES");
-  // Order: no chain is deleted while a rule may still jump to it.
-  size_t lastRuleDelete = 0, firstFlush = plan.commands.size(), lastFlush = 0, firstChainDelete = plan.commands.size();
-  for (size_t i = 0; i < plan.commands.size(); ++i) {
-    const std::string& c = plan.commands[i];
-    if (c.rfind("{\"delete\":{\"rule\"", 0) == 0) lastRuleDelete = i;
-    if (c.rfind("{\"flush\"", 0) == 0) firstFlush = std::min(firstFlush, i), lastFlush = i;
-    if (c.rfind("{\"delete\":{\"chain\"", 0) == 0) firstChainDelete = std::min(firstChainDelete, i);
+  CHECK(plan.upstreamChains.front().name == "KUBE-EXTERNAL-SERVICES");
+  CHECK(plan.upstreamChains.front().table == "filter");
+  // The chains to look into for jumps: the built-in ones, the kubelet's, the user's.
+  std::vector<std::string> others;
+  for (const auto& c : plan.otherChains) others.push_back(c.name);
+  CHECK(others == std::vector<std::string>{"INPUT", "FORWARD", "OUTPUT", "KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "USER-AUDIT"});
+  // Order in the transaction: no chain is deleted while a rule may still jump to it.
+  rapidjson::Document d;
+  std::string txn = cleanupTransactionJson(plan);
+  d.Parse(txn.c_str());
+  REQUIRE_FALSE(d.HasParseError());
+  const auto& cmds = d["nftables"];
+  REQUIRE(cmds.Size() == 9 + 6 + 6);
+  for (rapidjson::SizeType i = 0; i < cmds.Size(); ++i) {
+    const char* expect = i < 9 ? "delete" : i < 15 ? "flush" : "delete";
+    CHECK(cmds[i].HasMember(expect));
+    CHECK(cmds[i][expect].HasMember(i < 9 ? "rule" : "chain"));
   }
-  CHECK(lastRuleDelete < firstFlush);
-  CHECK(lastFlush < firstChainDelete);
 }
 
 TEST_CASE("iptables leftovers: nat table: three jumps go, the user's MASQUERADE rule and the kubelet's canary stay") {
   IptablesCleanupPlan plan;
   std::string error;
-  REQUIRE(planIptablesCleanup(golden("iptables-nft-nat.json"), &plan, &error));
+  REQUIRE(addIptablesListing(golden("iptables-nft-nat.json"), &plan, &error));
   auto v = byVerb(plan);
   CHECK(v["delete rule"] == std::vector<std::string>{"PREROUTING#14", "OUTPUT#15", "POSTROUTING#16"});
   auto& chains = v["delete chain"];
@@ -95,37 +109,63 @@ TEST_CASE("iptables leftovers: nat table: three jumps go, the user's MASQUERADE 
   CHECK(std::find(chains.begin(), chains.end(), "KUBE-KUBELET-CANARY") == chains.end());
 
   // Two tables add up in one plan, and the transaction is one JSON document.
-  REQUIRE(planIptablesCleanup(golden("iptables-nft-filter.json"), &plan, &error));
+  REQUIRE(addIptablesListing(golden("iptables-nft-filter.json"), &plan, &error));
   CHECK(plan.jumpRules == 12);
-  rapidjson::Document d;
-  std::string txn = cleanupTransactionJson(plan);
-  d.Parse(txn.c_str());
-  REQUIRE_FALSE(d.HasParseError());
-  CHECK(d["nftables"].Size() == plan.commands.size());
+  CHECK(plan.upstreamChains.size() == 8 + 6);
+  CHECK(plan.otherChains.size() == 5 + 6);
+  // Listing a chain again (its own `list chain` after `list chains`) adds nothing twice.
+  REQUIRE(addIptablesListing(golden("iptables-nft-filter.json"), &plan, &error));
+  CHECK(plan.upstreamChains.size() == 8 + 6);
+  CHECK(plan.otherChains.size() == 5 + 6);
+  CHECK(plan.jumpRules == 12);
+  CHECK(plan.ruleDeletes.size() == 12);
+}
+
+TEST_CASE("iptables leftovers: `list chains` of a family: only the iptables-nft tables count, never ours or anyone's") {
+  IptablesCleanupPlan plan;
+  std::string error;
+  REQUIRE(addIptablesListing(R"({"nftables":[{"metainfo":{"version":"1.0.6"}},
+      {"chain":{"family":"ip","table":"nat","name":"PREROUTING","handle":1,"type":"nat","hook":"prerouting","prio":-100}},
+      {"chain":{"family":"ip","table":"nat","name":"KUBE-SERVICES","handle":5}},
+      {"chain":{"family":"ip","table":"kube-proxy","name":"KUBE-SERVICES","handle":9}},
+      {"chain":{"family":"ip","table":"raw","name":"KUBE-SEP-X","handle":2}},
+      {"chain":{"family":"inet","table":"filter","name":"KUBE-FORWARD","handle":3}},
+      {"chain":{"family":"ip6","table":"mangle","name":"KUBE-PROXY-CANARY","handle":4}},
+      {"rule":{"family":"ip","table":"kube-proxy","chain":"nat-output","handle":7,"expr":[{"jump":{"target":"KUBE-SERVICES"}}]}}]})",
+                             &plan, &error));
+  REQUIRE(plan.upstreamChains.size() == 2);
+  CHECK(plan.upstreamChains[0].table == "nat");
+  CHECK(plan.upstreamChains[1].family == "ip6");
+  REQUIRE(plan.otherChains.size() == 1);
+  CHECK(plan.otherChains[0].name == "PREROUTING");
+  CHECK(plan.ruleDeletes.empty());
+  CHECK(listChainsCommand("ip6") == R"({"nftables":[{"list":{"chains":{"family":"ip6"}}}]})");
+  CHECK(listChainCommand({"ip", "nat", "PRE\"ROUTING"}) ==
+        R"({"nftables":[{"list":{"chain":{"family":"ip","table":"nat","name":"PRE\"ROUTING"}}}]})");
 }
 
 TEST_CASE("iptables leftovers: a table without upstream's chains gives no commands; a bad listing changes nothing") {
   IptablesCleanupPlan plan;
   std::string error;
-  REQUIRE(planIptablesCleanup(R"({"nftables":[{"table":{"family":"ip6","name":"nat","handle":1}},
+  REQUIRE(addIptablesListing(R"({"nftables":[{"table":{"family":"ip6","name":"nat","handle":1}},
       {"chain":{"family":"ip6","table":"nat","name":"POSTROUTING","handle":1,"type":"nat","hook":"postrouting","prio":100}},
       {"rule":{"family":"ip6","table":"nat","chain":"POSTROUTING","handle":2,"expr":[{"jump":{"target":"KUBE-FIREWALL"}}]}}]})",
                               &plan, &error));
-  CHECK(plan.commands.empty());
-  CHECK_FALSE(planIptablesCleanup("{\"nftables\": [", &plan, &error));
+  CHECK(commandsOf(plan).empty());
+  CHECK_FALSE(addIptablesListing("{\"nftables\": [", &plan, &error));
   CHECK_FALSE(error.empty());
-  CHECK(plan.commands.empty());
+  CHECK(commandsOf(plan).empty());
 }
 
 TEST_CASE("iptables leftovers: names from the kernel are escaped, never spliced into the JSON") {
   IptablesCleanupPlan plan;
   std::string error;
-  REQUIRE(planIptablesCleanup(R"({"nftables":[
+  REQUIRE(addIptablesListing(R"({"nftables":[
       {"chain":{"family":"ip","table":"filter","name":"in\"put","handle":1,"type":"filter","hook":"input","prio":0}},
       {"chain":{"family":"ip","table":"filter","name":"KUBE-SVC-\"},{\"x","handle":2}},
       {"rule":{"family":"ip","table":"filter","chain":"in\"put","handle":3,"expr":[{"goto":{"target":"KUBE-SVC-\"},{\"x"}}]}}]})",
                               &plan, &error));
-  REQUIRE(plan.commands.size() == 3);
+  REQUIRE(commandsOf(plan).size() == 3);
   rapidjson::Document d;
   std::string txn = cleanupTransactionJson(plan);
   d.Parse(txn.c_str());
