@@ -21,9 +21,9 @@ UNIT_BIN := $(BUILD)/unit-tests
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus
+            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables
 
-.PHONY: all deps test unit e2e demo bench clean
+.PHONY: all deps test unit e2e demo bench image clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -73,6 +73,15 @@ demo: deps $(BIN)
 # BASELINE=path/to/an/older/kube-proxy-nft adds that binary's ClusterIP numbers to the same run.
 bench: deps $(BIN)
 	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
+
+# The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed), then a
+# check that it starts the binary. KPN_IMAGE_BASE=debootstrap: no registry reachable, the Debian
+# base is built from the package mirror (deploy/build-image.sh).
+IMAGE ?= kube-proxy-nft:latest
+IMAGE_PKGS := podman runc debootstrap
+image:
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(IMAGE_PKGS)"
+	deploy/build-image.sh $(IMAGE)
 
 clean:
 	rm -rf $(BUILD)

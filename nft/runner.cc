@@ -79,6 +79,15 @@ RunResult NftRunner::list(Family f, const std::string& table, ListedTable* out) 
   return {};
 }
 
+RunResult NftRunner::runJson(const std::string& json, std::string* output) {
+  RunResult r = run(listCtx_.get(), json);
+  if (r.ok && output) {
+    const char* buf = nft_ctx_get_output_buffer(listCtx_.get());
+    *output = buf ? buf : "";
+  }
+  return r;
+}
+
 RunResult NftRunner::deleteTable(Family f, const std::string& table) {
   RunResult r = run(nativeCtx_.get(), std::string("delete table ") + familyName(f) + " " + table);
   if (!r.ok && r.error.find("No such file or directory") != std::string::npos) return {};  // absent: fine

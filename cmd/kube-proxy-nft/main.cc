@@ -18,6 +18,7 @@
 
 #include "cmd/kube-proxy-nft/flags.h"
 #include "nft/diff.h"
+#include "nft/iptables_cleanup.h"
 #include "nft/runner.h"
 #include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
@@ -113,6 +114,7 @@ int runCleanup() {
       rc = 1;
     }
   }
+  if (!kpn::nft::removeIptablesLeftovers(runner).ok) rc = 1;
   return rc;
 }
 
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
   kpn::sync::RealClock clock;
   kpn::sync::StateSyncTarget target(clock, state, renderer, syncer, kpn::net::readHostAddresses);
   kpn::sync::SyncLoop loop(clock, source, target, {minSync, syncPeriod});
+  if (conf.options.cleanupIptables) syncer.afterCommit(kpn::nft::iptablesLeftoverCleaner(runner));
   kpn::http::Loop httpLoop;  // before the servers on it: it must outlive them
   kpn::health::HealthCheckPorts healthPorts(httpLoop);
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two

@@ -99,6 +99,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   lastChanges_ = std::move(changed);
   mode_ = Mode::Incremental;
   stats.ok = true;
+  if (afterCommit_ && afterCommit_()) afterCommit_ = nullptr;
   // A big transaction leaves libnftables' and our buffers' pages behind; hand them back.
   if (stats.ops > 10000) malloc_trim(0);
   stats.afterMs = msSince(tAfter);
