@@ -4,6 +4,9 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 CPPFLAGS += -I.
 # cpprest needs -lssl -lcrypto spelled out (its TLS code is inlined into our objects).
+# The libnftnl interposers of nft/typeof_guard.cc and nft/cache_scope.cc must be in the dynamic
+# symbol table for libnftables to call them.
+LDFLAGS  += -Wl,--export-dynamic-symbol=nftnl_set_get_data -Wl,--export-dynamic-symbol='nftnl_*_nlmsg_parse'
 LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -pthread
 
 BUILD    := build
@@ -15,11 +18,13 @@ UNIT_SRCS := $(sort $(wildcard unit/*.cc))
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o)
 BIN      := $(BUILD)/kube-proxy-nft
 UNIT_BIN := $(BUILD)/unit-tests
+# e2e helper: writes other agents' nftables objects straight through libnftnl.
+FOREIGN_TABLES := $(BUILD)/foreign-tables
 
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest procps
+            python3 python3-pytest procps libnftnl-dev libmnl-dev
 
 .PHONY: all deps test unit e2e demo bench clean
 all: $(BIN)
@@ -38,19 +43,23 @@ $(BUILD)/libkpn.a: $(LIB_OBJS)
 	@rm -f $@; ar rcs $@ $^
 
 $(BIN): $(BUILD)/obj/cmd/kube-proxy-nft/main.o $(BUILD)/libkpn.a
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/libkpn.a
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(FOREIGN_TABLES): e2e/foreign_tables.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -o $@ $< -lnftnl -lmnl
 
 unit: deps $(UNIT_BIN)
 	$(UNIT_BIN)
 
-e2e: deps $(BIN)
+e2e: deps $(BIN) $(FOREIGN_TABLES)
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # Unit tests first (no root), then the real-kernel scenarios; pytest's summary line ends the run.
-test: deps $(BIN) $(UNIT_BIN)
+test: deps $(BIN) $(UNIT_BIN) $(FOREIGN_TABLES)
 	$(UNIT_BIN)
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "nft/diff.h"
+#include "nft/nft_helper.h"
 #include "nft/runner.h"
 #include "pkg/health/health_check_ports.h"
 #include "pkg/http/server.h"
@@ -157,6 +158,8 @@ int runCleanup() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The same binary is the libnftables helper process (nft/nft_helper.h).
+  if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
   gflags::SetUsageMessage("kube-proxy-nft (--manifests=DIR | --kubeconfig=FILE | --master=URL | in a pod) [flags]: Kubernetes Services on this node, as one nftables ruleset");
   FLAGS_logtostderr = true;
   gflags::ParseCommandLineFlags(&argc, &argv, true);
