@@ -80,13 +80,28 @@ bool readFrame(int fd, std::string* payload, size_t maxBytes) {
 }
 
 SupervisedHelper::SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout)
-    : argv_(std::move(argv)), timeout_(callTimeout) {}
+    : argv_(std::move(argv)), timeout_(callTimeout) {
+  holdReserve();
+}
 
-SupervisedHelper::~SupervisedHelper() { stop(false); }
+SupervisedHelper::~SupervisedHelper() {
+  stop(false);
+  for (int& fd : reserve_)
+    if (fd >= 0) ::close(fd);
+}
+
+void SupervisedHelper::holdReserve() {
+  for (int& fd : reserve_)
+    if (fd < 0) fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
 
 bool SupervisedHelper::start(std::string* error) {
+  for (int& fd : reserve_)
+    if (fd >= 0) ::close(fd), fd = -1;
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+  int pairRc = ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+  holdReserve();  // whatever was freed since: next time's reserve
+  if (pairRc != 0) {
     *error = std::string("cannot start the helper: socketpair: ") + strerror(errno);
     return false;
   }

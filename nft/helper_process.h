@@ -43,6 +43,10 @@ class SupervisedHelper {
   bool start(std::string* error);
   std::string stop(bool kill);  // closes, reaps; returns how the child ended
 
+  // Two descriptors held in reserve (of /dev/null) and let go just before the socketpair of a new
+  // child: a daemon whose descriptors an outside flood took can still start its helper.
+  void holdReserve();
+  int reserve_[2] = {-1, -1};
   std::vector<std::string> argv_;
   std::chrono::milliseconds timeout_;
   pid_t pid_ = 0;

@@ -23,6 +23,7 @@
 #include "pkg/http/server.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
+#include "pkg/net/fd_limit.h"
 #include "pkg/net/ip.h"
 #include "pkg/render/render.h"
 #include "pkg/source/api_source.h"
@@ -218,7 +219,10 @@ int main(int argc, char** argv) {
 
   kpn::nft::NftRunner runner;
   kpn::sync::Syncer syncer(renderer, runner);
-  kpn::http::Loop httpLoop;  // before the servers on it: it must outlive them
+  kpn::net::FdLimit fds = kpn::net::raiseFdLimit();
+  LOG(INFO) << "open files limit " << fds.soft << " (hard " << fds.hard << ")" << (fds.error.empty() ? "" : ": " + fds.error);
+  // Before the servers on it: it must outlive them.
+  kpn::http::Loop httpLoop(kpn::net::httpConnectionBudget(fds.soft));
   kpn::health::HealthCheckPorts healthPorts(httpLoop);
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
   // sync periods (a commit failing over and over), healthy again once a sync lands.
