@@ -10,6 +10,11 @@ LDFLAGS  += -Wl,--export-dynamic-symbol=nftnl_set_get_data -Wl,--export-dynamic-
 LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -pthread
 
 BUILD    := build
+# SANITIZE=1 (with its own BUILD dir, see `unit-asan`): AddressSanitizer + UndefinedBehaviorSanitizer.
+ifeq ($(SANITIZE),1)
+CXXFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
 PYTHON   := /usr/bin/python3
 LIB_SRCS := $(sort $(wildcard nft/*.cc pkg/*/*.cc))
@@ -26,7 +31,19 @@ APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
             python3 python3-pytest procps libnftnl-dev libmnl-dev
 
-.PHONY: all deps test unit e2e demo bench clean
+# libFuzzer targets (unit/fuzz/*.cc), built with Debian's clang with ASan + UBSan. `make fuzz`
+# runs each for FUZZ_SECONDS from a seed corpus taken from the tests (unit/fuzz/seeds.py); the
+# corpora grow in build/fuzz/corpus/. Crashes are written to build/fuzz/crash-*.
+FUZZ_CXX     ?= clang++
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build/fuzz
+FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# What the targets link against: everything but the HTTP stacks (they pull in cpprest and Beast).
+FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc pkg/health/%,$(LIB_SRCS))
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
+
+.PHONY: all deps test unit unit-asan e2e chaos demo bench fuzz clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -48,6 +65,26 @@ $(BIN): $(BUILD)/obj/cmd/kube-proxy-nft/main.o $(BUILD)/libkpn.a
 $(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/libkpn.a
 	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(FUZZ_BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libkpn.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@; ar rcs $@ $^
+
+$(FUZZ_BUILD)/%: unit/fuzz/%.cc $(FUZZ_BUILD)/libkpn.a
+	$(FUZZ_CXX) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz: SHELL := /bin/bash
+fuzz: deps $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; $(PYTHON) unit/fuzz/seeds.py $$t $(FUZZ_BUILD)/corpus/$$t; \
+	  $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- -print_final_stats=1 $(FUZZ_BUILD)/corpus/$$t 2>&1 | \
+	    grep -E "^#[0-9]+ +DONE|stat::number_of_executed_units|ERROR|SUMMARY|Done [0-9]+ runs" ; \
+	  test $${PIPESTATUS[0]} -eq 0 || { echo "fuzz $$t: FAILED (see $(FUZZ_BUILD)/crash-$$t-*)"; exit 1; }; \
+	done
+
 $(FOREIGN_TABLES): e2e/foreign_tables.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -o $@ $< -lnftnl -lmnl
@@ -63,6 +100,14 @@ test: deps $(BIN) $(UNIT_BIN) $(FOREIGN_TABLES)
 	$(UNIT_BIN)
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
+# For bench/libnftables_cache_cost.py: the cache-scope interposers as an LD_PRELOAD library.
+$(BUILD)/cache-scope-preload.so: bench/cache_scope_preload.cc nft/cache_scope.cc nft/typeof_guard.cc
+	$(CXX) $(CPPFLAGS) -std=c++17 -O2 -fPIC -shared -o $@ $^ -ldl
+
+# Minutes of chaos in namespaces (e2e/chaos_scenarios.py); not part of `make test`.
+chaos: deps $(BIN) $(FOREIGN_TABLES)
+	KPN_TEST_TIME_LIMIT=1200 $(PYTHON) -m pytest -p no:cacheprovider -v -s e2e/chaos_scenarios.py
+
 demo: deps $(BIN)
 	bash examples/demo.sh
 
@@ -73,4 +118,4 @@ bench: deps $(BIN)
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
