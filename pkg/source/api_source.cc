@@ -133,19 +133,28 @@ bool ApiSource::processEvents() {
   for (auto& b : batches) {
     for (auto& d : b.deltas) changed |= apply(b.resource, d);
     if (b.listed && !listed_[b.resource]) {
-      const bool wasSynced = hasSynced();
       listed_[b.resource] = true;
-      LOG(INFO) << reflectors_[b.resource]->spec().kind << "s listed from " << transport_->server()
-                << (!wasSynced && hasSynced() ? "; syncing" : "");
-      if (!wasSynced && hasSynced() && !pending().empty())
-        LOG(WARNING) << "syncing before " << pending() << " listed: the rules that depend on them (NodePort "
-                        "addresses, local pod detection by node CIDR, unallocated ClusterIPs) follow once they do";
+      LOG(INFO) << reflectors_[b.resource]->spec().kind << "s listed from " << transport_->server();
+      if (!requiredListedAt_ && listed_[kServices] && listed_[kSlices])
+        requiredListedAt_ = std::chrono::steady_clock::now();
     }
   }
   return changed;
 }
 
-bool ApiSource::hasSynced() const { return listed_[kServices] && listed_[kSlices]; }
+// Upstream's rule: Services and EndpointSlices gate the first sync; the Node and ServiceCIDRs
+// only refine it (after a short grace, see requiredListedAt_).
+bool ApiSource::hasSynced() const {
+  if (!requiredListedAt_) return false;
+  if (pending().empty()) return true;
+  if (std::chrono::steady_clock::now() - *requiredListedAt_ < kRefinementGrace) return false;
+  if (!refinementWarned_) {
+    refinementWarned_ = true;
+    LOG(WARNING) << "syncing before " << pending() << " listed: the rules that depend on them (NodePort "
+                    "addresses, local pod detection by node CIDR, unallocated ClusterIPs) follow once they do";
+  }
+  return true;
+}
 
 std::string ApiSource::pending() const {
   std::string s;

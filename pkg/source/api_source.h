@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -69,6 +70,13 @@ class ApiSource final : public Source {
 
   // Main-thread state.
   std::array<bool, kResources> listed_{};
+  // When Services and EndpointSlices had both listed. The first sync waits a little longer for
+  // the Node and ServiceCIDRs (they usually list within milliseconds, and a sync without them
+  // renders NodePorts and local detection differently, so a restart would churn rules twice),
+  // but never more than kRefinementGrace: a 403 on either must not keep the node unprogrammed.
+  std::optional<std::chrono::steady_clock::time_point> requiredListedAt_;
+  static constexpr std::chrono::seconds kRefinementGrace{2};
+  mutable bool refinementWarned_ = false;
   std::unordered_map<std::string, std::string> sliceService_;  // "ns/slice" -> service name it was filed under
   std::map<std::string, std::chrono::system_clock::time_point> triggers_;
 };
