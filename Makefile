@@ -4,7 +4,7 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 CPPFLAGS += -I.
 # cpprest needs -lssl -lcrypto spelled out (its TLS code is inlined into our objects).
-LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -pthread
+LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -pthread
 
 BUILD    := build
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
@@ -21,7 +21,7 @@ UNIT_BIN := $(BUILD)/unit-tests
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest python3-yaml procps systemd iptables
+            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables
 
 .PHONY: all deps test unit e2e demo bench image clean
 all: $(BIN)

@@ -120,7 +120,7 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
 RunResult FakeRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
   lastOps = txn.size();
-  if (failNext) {
+  if (failNext || failAlways) {
     failNext = false;
     return fail("Operation not permitted (injected)");
   }

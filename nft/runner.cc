@@ -35,7 +35,9 @@ RunResult NftRunner::run(nft_ctx* ctx, const std::string& buf) {
 
 RunResult NftRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
-  RunResult r = run(commitCtx_.get(), txn.toJson());
+  std::string json = txn.toJson();
+  RunResult r = run(commitCtx_.get(), json);
+  r.bytes = json.size();
   // libnftables keeps what a commit built in its context (~13 MiB in millions of small blocks
   // after a cold sync at 10k services, scattered through the heap); a fresh context gives it back.
   if (txn.size() > kFreshContextOps) {

@@ -19,6 +19,7 @@ namespace kpn::nft {
 struct RunResult {
   bool ok = true;
   std::string error;  // libnftables' error text; it does not say which command failed
+  size_t bytes = 0;   // commit: the size of the JSON sent to libnftables
 };
 
 // What the syncer needs from "the kernel"; the fake implements it for tests.

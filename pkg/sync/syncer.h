@@ -16,7 +16,11 @@ namespace kpn::sync {
 struct SyncStats {
   bool ok = false;
   bool full = false;
+  // How the plan was made: from the change journal, or by comparing with the listed kernel
+  // tables (at start-up, keeping what matches; after a failure or a declaration change, rebuilt).
+  enum class Plan { None, Incremental, Reconcile, Full } plan = Plan::None;
   size_t ops = 0;
+  size_t bytes = 0;  // the transaction as sent (0 from runners that do not say)
   double renderMs = 0, diffMs = 0, commitMs = 0;
   double afterMs = 0;  // bookkeeping once the rules are committed
 };
