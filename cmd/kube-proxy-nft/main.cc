@@ -19,6 +19,7 @@
 #include "cmd/kube-proxy-nft/flags.h"
 #include "nft/diff.h"
 #include "nft/iptables_cleanup.h"
+#include "nft/nft_helper.h"
 #include "nft/runner.h"
 #include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
@@ -33,6 +34,7 @@
 #include "pkg/metrics/daemon_servers.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/metrics/sync_follower.h"
+#include "pkg/net/fd_limit.h"
 #include "pkg/net/ip.h"
 #include "pkg/node/prepare.h"
 #include "pkg/render/render.h"
@@ -121,6 +123,8 @@ int runCleanup() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The same binary is the libnftables helper process (nft/nft_helper.h).
+  if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
   gflags::SetVersionString(kpn::config::versionLine());
   gflags::SetUsageMessage("kube-proxy-nft (--manifests=DIR | --kubeconfig=FILE | --master=URL | in a pod) [flags]: Kubernetes Services on this node, as one nftables ruleset");
   FLAGS_logtostderr = true;
@@ -193,7 +197,10 @@ int main(int argc, char** argv) {
   kpn::sync::StateSyncTarget target(clock, state, renderer, syncer, kpn::net::readHostAddresses);
   kpn::sync::SyncLoop loop(clock, source, target, {minSync, syncPeriod});
   if (conf.options.cleanupIptables) syncer.afterCommit(kpn::nft::iptablesLeftoverCleaner(runner));
-  kpn::http::Loop httpLoop;  // before the servers on it: it must outlive them
+  kpn::net::FdLimit fds = kpn::net::raiseFdLimit();
+  LOG(INFO) << "open files limit " << fds.soft << " (hard " << fds.hard << ")" << (fds.error.empty() ? "" : ": " + fds.error);
+  // Before the servers on it: it must outlive them.
+  kpn::http::Loop httpLoop(kpn::net::httpConnectionBudget(fds.soft));
   kpn::health::HealthCheckPorts healthPorts(httpLoop);
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
   // sync periods (a commit failing over and over), healthy again once a sync lands.
