@@ -31,10 +31,11 @@ pull=missing
 [ "$BASE" = debootstrap ] && pull=never
 # Host network for the build stages' apt-get; build/ and .git stay out of the context.
 # shellcheck disable=SC2086
+COMMIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 $PODMAN build --pull="$pull" --network=host $ULIMITS --ignorefile deploy/Dockerfile.dockerignore \
-  -f deploy/Dockerfile -t "$IMAGE" .
+  --build-arg GIT_COMMIT="$COMMIT" -f deploy/Dockerfile -t "$IMAGE" .
 # The image must start the binary and print its name (gflags' --version, exit 0), without network.
 # shellcheck disable=SC2086
 out=$($PODMAN run --rm --network=none $ULIMITS "$IMAGE" --version 2>&1) || { echo "$out"; exit 1; }
-echo "$out" | grep -q kube-proxy-nft || { echo "image $IMAGE does not start kube-proxy-nft: $out"; exit 1; }
+echo "$out" | grep -q "kube-proxy-nft.*$COMMIT" || { echo "image $IMAGE does not start kube-proxy-nft $COMMIT: $out"; exit 1; }
 echo "image $IMAGE built; \`--version\` in it says: $out"

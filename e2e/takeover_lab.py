@@ -1,4 +1,4 @@
-"""Shared by the takeover tests (test_80, test_81): a dual-stack NodePort service `web` (http 80 ->
+"""Shared by the takeover tests (test_82, test_83): a dual-stack NodePort service `web` (http 80 ->
 8080, nodePort 30080, and a long-lived `chat` port 7000 -> 7070) and `none` (no endpoints), and
 the takeover itself: our
 daemon starts while a NEW TCP connection every 20 ms and one long-lived connection per family keep
