@@ -7,7 +7,7 @@ CPPFLAGS += -I.
 # The libnftnl interposers of nft/typeof_guard.cc and nft/cache_scope.cc must be in the dynamic
 # symbol table for libnftables to call them.
 LDFLAGS  += -Wl,--export-dynamic-symbol=nftnl_set_get_data -Wl,--export-dynamic-symbol='nftnl_*_nlmsg_parse'
-LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -pthread
+LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -pthread
 
 BUILD    := build
 # SANITIZE=1 (with its own BUILD dir, see `unit-asan`): AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -34,7 +34,8 @@ FOREIGN_TABLES := $(BUILD)/foreign-tables
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest python3-yaml procps systemd libnftnl-dev libmnl-dev clang
+            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables \
+            libnftnl-dev libmnl-dev clang
 
 # libFuzzer targets (unit/fuzz/*.cc), built with Debian's clang with ASan + UBSan. `make fuzz`
 # runs each for FUZZ_SECONDS from a seed corpus taken from the tests (unit/fuzz/seeds.py); the
@@ -48,7 +49,7 @@ FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc p
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 
-.PHONY: all deps test unit unit-asan e2e chaos demo bench fuzz clean
+.PHONY: all deps test unit unit-asan e2e chaos demo bench image fuzz clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -136,6 +137,15 @@ demo: deps $(BIN)
 # BASELINE=path/to/an/older/kube-proxy-nft adds that binary's ClusterIP numbers to the same run.
 bench: deps $(BIN)
 	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
+
+# The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed), then a
+# check that it starts the binary. KPN_IMAGE_BASE=debootstrap: no registry reachable, the Debian
+# base is built from the package mirror (deploy/build-image.sh).
+IMAGE ?= kube-proxy-nft:latest
+IMAGE_PKGS := podman runc debootstrap
+image:
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(IMAGE_PKGS)"
+	deploy/build-image.sh $(IMAGE)
 
 clean:
 	rm -rf $(BUILD)

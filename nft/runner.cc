@@ -5,19 +5,20 @@
 namespace kpn::nft {
 
 NftRunner::NftRunner(NftRunnerOptions options)
-    : helper_(nftHelperArgv(options.executable, options.tables), options.callTimeout) {}
+    : helper_(nftHelperArgv(options.executable, options.tables), options.callTimeout),
+      unscopedHelper_(nftHelperArgv(options.executable, {}), options.callTimeout) {}
 NftRunner::~NftRunner() = default;
 
-RunResult NftRunner::run(NftOp op, const std::string& buf, std::string* output) {
+RunResult NftRunner::run(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output) {
   std::string error;
-  auto frame = helper_.call(encodeNftRequest(op, buf), &error);
+  auto frame = helper.call(encodeNftRequest(op, buf), &error);
   if (!frame) {
     LOG(ERROR) << "libnftables helper failed: " << error << "; a new helper takes the next call";
     return {false, "libnftables helper " + error};
   }
   auto answer = decodeNftAnswer(*frame);
   if (!answer) {
-    helper_.recycle();
+    helper.recycle();
     return {false, "libnftables helper sent a malformed answer"};
   }
   if (output) *output = std::move(answer->output);
@@ -26,7 +27,9 @@ RunResult NftRunner::run(NftOp op, const std::string& buf, std::string* output) 
 
 RunResult NftRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
-  RunResult r = run(NftOp::Commit, txn.toJson());
+  std::string json = txn.toJson();
+  RunResult r = run(NftOp::Commit, json);
+  r.bytes = json.size();
   if (txn.size() > kRecycleAfterOps) helper_.recycle();
   return r;
 }
@@ -58,6 +61,13 @@ RunResult NftRunner::list(Family f, const std::string& table, ListedTable* out) 
   if (!parsed) return {false, error};
   *out = std::move(*parsed);
   return {};
+}
+
+RunResult NftRunner::runJson(const std::string& json, std::string* output) {
+  std::string out;
+  RunResult r = run(unscopedHelper_, NftOp::List, json, &out);
+  if (r.ok && output) *output = std::move(out);
+  return r;
 }
 
 RunResult NftRunner::deleteTable(Family f, const std::string& table) {

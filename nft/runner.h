@@ -19,6 +19,7 @@ namespace kpn::nft {
 struct RunResult {
   bool ok = true;
   std::string error;  // libnftables' error text; it does not say which command failed
+  size_t bytes = 0;   // commit: the size of the JSON sent to libnftables
 };
 
 // What the syncer needs from "the kernel"; the fake implements it for tests.
@@ -38,7 +39,8 @@ class Runner {
 // libnftables in a supervised helper process (nft_helper.h): a crash or exit() inside it fails one
 // call, never the daemon, and a new helper takes the next one. The helper's libnftables sees only
 // `tables` (other agents' tables cost nothing and cannot crash it), so list/delete other tables
-// through it and they look absent.
+// through it and they look absent; runJson, made for other tables, has a helper of its own that
+// sees every table.
 struct NftRunnerOptions {
   std::string executable = "/proc/self/exe";  // a binary whose main() calls runNftHelperIfAsked
   std::vector<std::pair<Family, std::string>> tables = {{Family::IPv4, "kube-proxy"}, {Family::IPv6, "kube-proxy"}};
@@ -53,6 +55,10 @@ class NftRunner : public Runner {
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
+  // A JSON command batch on the listing context, for tables that are not ours (the iptables-nft
+  // leftovers): *output gets what it printed. Never used for our own table. Runs in a second
+  // helper, started on first use, whose libnftables sees every table.
+  RunResult runJson(const std::string& json, std::string* output);
 
   int helperStarts() const { return helper_.starts(); }  // how many helpers ran so far
 
@@ -60,8 +66,10 @@ class NftRunner : public Runner {
   // After a commit this big the helper is recycled: libnftables keeps what it built (~13 MiB in
   // millions of small blocks after a cold sync at 10k services); a new process holds none of it.
   static constexpr size_t kRecycleAfterOps = 10000;
-  RunResult run(NftOp op, const std::string& buf, std::string* output = nullptr);
-  SupervisedHelper helper_;
+  static RunResult run(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output = nullptr);
+  RunResult run(NftOp op, const std::string& buf, std::string* output = nullptr) { return run(helper_, op, buf, output); }
+  SupervisedHelper helper_;          // scoped to `tables`
+  SupervisedHelper unscopedHelper_;  // runJson only
 };
 
 // The native text of the start-up declarations (table + typeof maps) of a ruleset.
