@@ -34,8 +34,7 @@ FOREIGN_TABLES := $(BUILD)/foreign-tables
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables \
-            libnftnl-dev libmnl-dev clang
+            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables libnftnl-dev libmnl-dev clang
 
 # libFuzzer targets (unit/fuzz/*.cc), built with Debian's clang with ASan + UBSan. `make fuzz`
 # runs each for FUZZ_SECONDS from a seed corpus taken from the tests (unit/fuzz/seeds.py); the
@@ -49,7 +48,7 @@ FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc p
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 
-.PHONY: all deps test unit unit-asan e2e chaos demo bench image fuzz clean
+.PHONY: all deps test unit unit-asan e2e chaos demo bench fuzz image clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.

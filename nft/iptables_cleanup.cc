@@ -19,9 +19,19 @@ std::optional<std::string> readFile(const char* path) {
   return s.str();
 }
 
+IptablesCleanupResult removeWithHelper(NftRunner& runner);
+
 }  // namespace
 
 IptablesCleanupResult removeIptablesLeftovers(NftRunner& runner) {
+  IptablesCleanupResult res = removeWithHelper(runner);
+  runner.releaseIptablesHelper();
+  return res;
+}
+
+namespace {
+
+IptablesCleanupResult removeWithHelper(NftRunner& runner) {
   IptablesCleanupResult res;
   if (auto legacy = legacyIptablesReport(readFile)) LOG(WARNING) << *legacy;
   IptablesCleanupPlan plan;
@@ -66,6 +76,8 @@ IptablesCleanupResult removeIptablesLeftovers(NftRunner& runner) {
             << res.chains << " chains (" << names << ")";
   return res;
 }
+
+}  // namespace
 
 std::function<bool()> iptablesLeftoverCleaner(NftRunner& runner, int attempts) {
   return [&runner, attempts, tried = 0]() mutable {

@@ -4,12 +4,28 @@
 
 namespace kpn::nft {
 
+namespace {
+
+// The tables iptables-nft writes upstream's iptables-mode chains into (nft/iptables_leftovers).
+std::vector<std::pair<Family, std::string>> iptablesNftTables() {
+  std::vector<std::pair<Family, std::string>> tables;
+  for (Family f : {Family::IPv4, Family::IPv6})
+    for (const char* t : {"nat", "filter", "mangle"}) tables.emplace_back(f, t);
+  return tables;
+}
+
+}  // namespace
+
 NftRunner::NftRunner(NftRunnerOptions options)
     : helper_(nftHelperArgv(options.executable, options.tables), options.callTimeout),
-      unscopedHelper_(nftHelperArgv(options.executable, {}), options.callTimeout) {}
+      iptablesHelper_(nftHelperArgv(options.executable, iptablesNftTables()), options.callTimeout) {}
 NftRunner::~NftRunner() = default;
 
-RunResult NftRunner::run(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output) {
+RunResult NftRunner::run(NftOp op, const std::string& buf, std::string* output) {
+  return runOn(helper_, op, buf, output);
+}
+
+RunResult NftRunner::runOn(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output) {
   std::string error;
   auto frame = helper.call(encodeNftRequest(op, buf), &error);
   if (!frame) {
@@ -23,6 +39,13 @@ RunResult NftRunner::run(SupervisedHelper& helper, NftOp op, const std::string& 
   }
   if (output) *output = std::move(answer->output);
   return {answer->ok, std::move(answer->error)};
+}
+
+// A helper of its own, scoped to the iptables-nft tables: the main helper's libnftables sees only
+// our tables, so those would look absent through it. Its listing context holds their full cache,
+// which only this rare call pays.
+RunResult NftRunner::runJson(const std::string& json, std::string* output) {
+  return runOn(iptablesHelper_, NftOp::List, json, output);
 }
 
 RunResult NftRunner::commit(const Transaction& txn) {
@@ -61,13 +84,6 @@ RunResult NftRunner::list(Family f, const std::string& table, ListedTable* out) 
   if (!parsed) return {false, error};
   *out = std::move(*parsed);
   return {};
-}
-
-RunResult NftRunner::runJson(const std::string& json, std::string* output) {
-  std::string out;
-  RunResult r = run(unscopedHelper_, NftOp::List, json, &out);
-  if (r.ok && output) *output = std::move(out);
-  return r;
 }
 
 RunResult NftRunner::deleteTable(Family f, const std::string& table) {

@@ -39,8 +39,7 @@ class Runner {
 // libnftables in a supervised helper process (nft_helper.h): a crash or exit() inside it fails one
 // call, never the daemon, and a new helper takes the next one. The helper's libnftables sees only
 // `tables` (other agents' tables cost nothing and cannot crash it), so list/delete other tables
-// through it and they look absent; runJson, made for other tables, has a helper of its own that
-// sees every table.
+// through it and they look absent.
 struct NftRunnerOptions {
   std::string executable = "/proc/self/exe";  // a binary whose main() calls runNftHelperIfAsked
   std::vector<std::pair<Family, std::string>> tables = {{Family::IPv4, "kube-proxy"}, {Family::IPv6, "kube-proxy"}};
@@ -55,10 +54,12 @@ class NftRunner : public Runner {
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
-  // A JSON command batch on the listing context, for tables that are not ours (the iptables-nft
-  // leftovers): *output gets what it printed. Never used for our own table. Runs in a second
-  // helper, started on first use, whose libnftables sees every table.
+  // A JSON command batch for the iptables-nft tables (ip/ip6 nat, filter, mangle: upstream's
+  // iptables-mode leftovers), in a helper of its own; *output gets what it printed.
   RunResult runJson(const std::string& json, std::string* output);
+
+  // Ends the iptables-nft helper (and the cache it built) once a cleanup is over.
+  void releaseIptablesHelper() { iptablesHelper_.recycle(); }
 
   int helperStarts() const { return helper_.starts(); }  // how many helpers ran so far
 
@@ -66,10 +67,10 @@ class NftRunner : public Runner {
   // After a commit this big the helper is recycled: libnftables keeps what it built (~13 MiB in
   // millions of small blocks after a cold sync at 10k services); a new process holds none of it.
   static constexpr size_t kRecycleAfterOps = 10000;
-  static RunResult run(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output = nullptr);
-  RunResult run(NftOp op, const std::string& buf, std::string* output = nullptr) { return run(helper_, op, buf, output); }
-  SupervisedHelper helper_;          // scoped to `tables`
-  SupervisedHelper unscopedHelper_;  // runJson only
+  RunResult run(NftOp op, const std::string& buf, std::string* output = nullptr);
+  RunResult runOn(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output);
+  SupervisedHelper helper_;
+  SupervisedHelper iptablesHelper_;  // runJson: the iptables-nft tables only, started on first use
 };
 
 // The native text of the start-up declarations (table + typeof maps) of a ruleset.
