@@ -11,8 +11,11 @@ LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lpro
 
 BUILD    := build
 # SANITIZE=1 (with its own BUILD dir, see `unit-asan`): AddressSanitizer + UndefinedBehaviorSanitizer.
+# Without pointer-overflow: Debian's RapidJSON 1.1.0 adds to a null pointer on every parse
+# (internal/stack.h, an empty stack before its first growth), harmless, fixed upstream since.
+SANITIZERS := -fsanitize=address,undefined -fno-sanitize=pointer-overflow -fno-sanitize-recover=undefined
 ifeq ($(SANITIZE),1)
-CXXFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+CXXFLAGS += -O1 -fno-omit-frame-pointer $(SANITIZERS)
 LDFLAGS  += -fsanitize=address,undefined
 endif
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
@@ -39,7 +42,7 @@ APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build/fuzz
-FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer $(SANITIZERS)
 # What the targets link against: everything but the HTTP stacks (they pull in cpprest and Beast).
 FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc pkg/health/%,$(LIB_SRCS))
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
@@ -105,6 +108,12 @@ $(FOREIGN_TABLES): e2e/foreign_tables.c
 unit: deps $(UNIT_BIN)
 	$(UNIT_BIN)
 
+# The unit tests again with AddressSanitizer + UndefinedBehaviorSanitizer, in their own build dir.
+ASAN_BUILD := build/asan
+unit-asan: deps
+	$(MAKE) BUILD=$(ASAN_BUILD) SANITIZE=1 $(ASAN_BUILD)/unit-tests
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(ASAN_BUILD)/unit-tests
+
 e2e: deps $(BIN) $(FOREIGN_TABLES)
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
@@ -119,7 +128,7 @@ $(BUILD)/cache-scope-preload.so: bench/cache_scope_preload.cc nft/cache_scope.cc
 
 # Minutes of chaos in namespaces (e2e/chaos_scenarios.py); not part of `make test`.
 chaos: deps $(BIN) $(FOREIGN_TABLES)
-	KPN_TEST_TIME_LIMIT=1200 $(PYTHON) -m pytest -p no:cacheprovider -v -s e2e/chaos_scenarios.py
+	KPN_TEST_TIME_LIMIT=3600 $(PYTHON) -m pytest -p no:cacheprovider -v -s e2e/chaos_scenarios.py
 
 demo: deps $(BIN)
 	bash examples/demo.sh

@@ -6,7 +6,7 @@ several untouched services; every attempt counts, nothing is retried.
   - kill -9 every 3 s for a minute, restarted       -> 0 failed connections
   - 100 000 endpoint changes                        -> daemon RSS, helper RSS and open fds flat
                                                        (the curve is printed)
-Run: make chaos (or KPN_TEST_TIME_LIMIT=900 python3 -m pytest -v -s e2e/chaos_scenarios.py)."""
+Run: make chaos (or KPN_TEST_TIME_LIMIT=3600 python3 -m pytest -v -s e2e/chaos_scenarios.py)."""
 import os
 import random
 import time

@@ -493,6 +493,24 @@ spec: {podCIDR: 10.244.2.7/24}
   CHECK(out.nodes[1].podCIDRs == std::vector<std::string>{"10.244.2.0/24"});
 }
 
+TEST_CASE("a stray comma where a YAML document starts is a syntax error, not an endless stream of documents") {
+  // Found by unit/fuzz/manifest_yaml: yaml-cpp 0.7's LoadAll never returned on these (an empty
+  // document per turn, the ',' never consumed) and grew until memory ran out.
+  for (std::string text : {std::string(","), std::string(",{\"apiVersion\":\"v1\"}"), std::string("!!str ,"),
+                           std::string("&x ,"), serviceYaml("ok") + "---\n,\n"}) {
+    INFO(text);
+    DecodedObjects out;
+    std::string err;
+    CHECK_FALSE(decodeManifest(text, false, out, &err));
+    CHECK(err.find("YAML: line ") == 0);
+    CHECK(out.services.empty());
+  }
+  DecodedObjects out;
+  std::string err;
+  CHECK(decodeManifest(serviceYaml("ok") + "---\n---\n" + serviceYaml("two"), false, out, &err));  // empty documents are fine
+  CHECK(out.services.size() == 2);
+}
+
 TEST_CASE("a Node decodes what /healthz needs: deletionTimestamp and taint keys; a bad taint costs only itself") {
   auto out = decodeYaml(R"(
 kind: Node

@@ -11,6 +11,7 @@ SOURCES = {
     "manifest_json": ["unit/decode_test.cc", "unit/kube_wire_test.cc", "examples/dns.json"],
     "watch_stream": ["unit/kube_wire_test.cc", "unit/reflector_test.cc"],
     "kubeconfig": ["unit/kube_config_test.cc"],
+    "kube_proxy_config": ["unit/config_test.cc", "deploy/kube-proxy-nft.conf"],
     "render_fake": ["unit/decode_test.cc", "unit/manifest_dir_test.cc", "examples/web.yaml"],
 }
 RAW = re.compile(r'R"\((.*?)\)"', re.S)
