@@ -19,16 +19,16 @@
 #include "cmd/kube-proxy-nft/flags.h"
 #include "nft/diff.h"
 #include "nft/runner.h"
-#include "pkg/api/skip_report.h"
+#include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
 #include "pkg/config/version.h"
+#include "pkg/api/skip_report.h"
 #include "pkg/health/health_check_ports.h"
 #include "pkg/health/proxy_health.h"
 #include "pkg/health/sync_follower.h"
 #include "pkg/http/server.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
-#include "pkg/metrics/build_info.h"
 #include "pkg/metrics/daemon_servers.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/metrics/sync_follower.h"
@@ -158,8 +158,10 @@ int main(int argc, char** argv) {
   sigaddset(&mask, SIGINT);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  // As upstream: a written or renamed --config file ends the daemon (exit 1) to be restarted with it.
+  kpn::config::ConfigFileWatch configWatch(conf.options.configFile, kpn::config::ConfigFileWatch::exitOnChange);
 
-  kpn::metrics::ProxyMetrics metrics(kpn::metrics::buildInfo());
+  kpn::metrics::ProxyMetrics metrics({kpn::config::version(), kpn::config::gitCommit()});
   kpn::api::setSkipSink([&metrics](const std::string& kind, const std::string& reason) { metrics.countSkipped(kind, reason); });
   kpn::state::ClusterState state;
   std::unique_ptr<kpn::source::Source> sourcePtr = makeSource(
