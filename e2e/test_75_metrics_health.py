@@ -333,3 +333,24 @@ def test_a_taken_metrics_port_gives_one_clear_line_and_hard_fail_exits_1(lab):
     err = hard.stderr()
     assert "metrics server: bind 127.0.0.1:10249: Address already in use (bindAddressHardFail: exiting)" in err
     assert "sync done" not in err
+
+
+def test_healthz_follows_the_node_from_the_api_server(lab):
+    """The same rule through the API source: the Node's deletionTimestamp and taints arrive by
+    watch (decoded by the wire path, not the manifest reader)."""
+    api = ApiServer(lab)
+    node = node_object()
+    api.create([node])
+    kc = api.kubeconfig_token(os.path.join(lab.tmp, "daemon.kubeconfig"))
+    lab.start_daemon([f"--kubeconfig={kc}"], manifests=False)
+    assert get(lab, "127.0.0.1", 10256, "/healthz")["status"] == 200
+    tainted = json.loads(json.dumps(node))
+    tainted["spec"]["taints"] = [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000",
+                                  "effect": "NoSchedule"}]
+    api.put([tainted])
+    r = wait_for(lambda: (lambda x: x if x.get("status") == 503 else None)(get(lab, "127.0.0.1", 10256, "/healthz")),
+                 20, "/healthz 503 for the tainted Node")
+    assert json.loads(r["body"])["nodeEligible"] is False
+    assert get(lab, "127.0.0.1", 10256, "/livez")["status"] == 200
+    api.put([node])
+    wait_for(lambda: get(lab, "127.0.0.1", 10256, "/healthz").get("status") == 200, 20, "/healthz 200 again")
