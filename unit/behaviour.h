@@ -13,6 +13,7 @@
 #include "nft/evaluator.h"
 #include "pkg/render/render.h"
 #include "pkg/state/cluster_state.h"
+#include "unit/pipeline.h"
 
 namespace kpn::testing {
 
@@ -103,10 +104,25 @@ struct World {
     env.routes = {{"10.0.1.0/24", "cni0"}, {"fd00:10:0:1::/64", "cni0"}};
   }
 
+  // Renders from scratch and commits to the fake kernel (which refuses what the kernel refuses),
+  // then traces the packet through the rendered model and through what the fake kernel lists:
+  // both must say the same.
   nft::eval::Trace trace(const nft::eval::Packet& p) {
-    render::Renderer r(cfg);
-    r.setHostAddresses(host);
-    return nft::eval::evaluate(r.render(st, nullptr), p, env);
+    FakePipeline pipe(cfg);
+    pipe.renderer.setHostAddresses(host);
+    auto changed = st.changedServices;
+    pipe.sync(st);
+    st.changedServices = changed;  // the state stays as the test left it
+    nft::eval::Trace fromModel = nft::eval::evaluate(pipe.committed.ruleset, p, env);
+    std::vector<nft::eval::EvalTable> kernelTables;
+    for (const auto& t : pipe.committed.ruleset.tables) {
+      nft::ListedTable listed;
+      pipe.kernel.list(t.family, t.name, &listed);
+      kernelTables.push_back(nft::eval::tableFromListing(t.family, t.name, listed));
+    }
+    nft::eval::Trace fromKernel = nft::eval::evaluate(kernelTables, p, env);
+    CHECK(outcome(fromKernel) == outcome(fromModel));
+    return fromModel;
   }
   std::string send(const nft::eval::Packet& p) {
     auto t = trace(p);
