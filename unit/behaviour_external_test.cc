@@ -240,3 +240,35 @@ TEST_CASE("behaviour: IPv6 LoadBalancer with externalTrafficPolicy Local") {
   CHECK(w.fromNode("2001:db8:5::60", 80) ==
         "[fd00:10:0:1::1]:8080 1/2 from 2001:db8::1; [fd00:10:0:2::1]:8080 1/2 from 2001:db8::1");
 }
+
+TEST_CASE("behaviour: externalTrafficPolicy Local falls back to this node's terminating endpoints on its own") {
+  World w;
+  lb(w, "t", "172.30.0.47", 3007, "", "5.6.7.47", "Local");
+  // Here: one serving+terminating, one not serving; elsewhere: one ready.
+  w.st.upsertSlice(slice("ns1", "t-1", "t", {epPort("p80", 80)},
+                         {{"10.180.2.7", false, true, true, "node-a"}, {"10.180.2.8", false, false, true, "node-a"},
+                          ready("10.180.0.7", "node-b")}));
+  CHECK(w.fromOutside("5.6.7.47", 80) == "10.180.2.7:80 from 198.51.100.50");
+  CHECK(w.fromPod("5.6.7.47", 80) == "10.180.0.7:80 from 10.0.1.5");  // the cluster-wide set has a ready one
+  // A ready local endpoint appears: the terminating one stops getting new connections.
+  w.st.upsertSlice(slice("ns1", "t-1", "t", {epPort("p80", 80)},
+                         {{"10.180.2.7", false, true, true, "node-a"}, ready("10.180.2.9", "node-a"), ready("10.180.0.7", "node-b")}));
+  CHECK(w.fromOutside("5.6.7.47", 80) == "10.180.2.9:80 from 198.51.100.50");
+}
+
+TEST_CASE("behaviour: several ports of one LoadBalancer go to their own target ports; an eTP=Local service without endpoints refuses") {
+  World w;
+  auto s = service("ns1", "multi", {"172.30.0.48"}, {npPort("http", 80, 3080), npPort("https", 443, 3443)});
+  s->type = "LoadBalancer";
+  s->loadBalancerIngress = {{"5.6.7.48", "", ""}};
+  s->externalTrafficPolicy = "Local";
+  w.st.upsertService(s);
+  CHECK(w.fromOutside("5.6.7.48", 80) == "refused");
+  CHECK(w.fromOutside(kNodeIP, 3443) == "refused");
+  w.st.upsertSlice(slice("ns1", "multi-1", "multi", {epPort("http", 8080), epPort("https", 8443)}, {ready("10.180.2.48", "node-a")}));
+  CHECK(w.fromOutside("5.6.7.48", 80) == "10.180.2.48:8080 from 198.51.100.50");
+  CHECK(w.fromOutside("5.6.7.48", 443) == "10.180.2.48:8443 from 198.51.100.50");
+  CHECK(w.fromOutside(kNodeIP, 3080) == "10.180.2.48:8080 from 198.51.100.50");
+  CHECK(w.fromOutside(kNodeIP, 3443) == "10.180.2.48:8443 from 198.51.100.50");
+  CHECK(w.fromOutside("5.6.7.48", 8080) == "untouched");
+}
