@@ -13,13 +13,15 @@ LIB_SRCS := $(sort $(wildcard nft/*.cc pkg/*/*.cc))
 LIB_OBJS := $(LIB_SRCS:%.cc=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(sort $(wildcard unit/*.cc))
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o)
+CMD_SRCS := $(sort $(wildcard cmd/kube-proxy-nft/*.cc))
+CMD_OBJS := $(CMD_SRCS:%.cc=$(BUILD)/obj/%.o)
 BIN      := $(BUILD)/kube-proxy-nft
 UNIT_BIN := $(BUILD)/unit-tests
 
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest procps
+            python3 python3-pytest python3-yaml procps systemd
 
 .PHONY: all deps test unit e2e demo bench clean
 all: $(BIN)
@@ -37,7 +39,18 @@ $(BUILD)/obj/%.o: %.cc
 $(BUILD)/libkpn.a: $(LIB_OBJS)
 	@rm -f $@; ar rcs $@ $^
 
-$(BIN): $(BUILD)/obj/cmd/kube-proxy-nft/main.o $(BUILD)/libkpn.a
+# --version: the release and the commit built from. version.o is rebuilt when the commit changes
+# (the stamp file's content is rewritten only then).
+VERSION    := 0.1.0
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+$(BUILD)/commit-stamp: FORCE
+	@mkdir -p $(BUILD); echo '$(VERSION) $(GIT_COMMIT)' | cmp -s - $@ || echo '$(VERSION) $(GIT_COMMIT)' > $@
+$(BUILD)/obj/pkg/config/version.o: $(BUILD)/commit-stamp
+$(BUILD)/obj/pkg/config/version.o: CPPFLAGS += -DKPN_VERSION='"$(VERSION)"' -DKPN_GIT_COMMIT='"$(GIT_COMMIT)"'
+.PHONY: FORCE
+FORCE:
+
+$(BIN): $(CMD_OBJS) $(BUILD)/libkpn.a
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/libkpn.a
