@@ -669,6 +669,7 @@ std::string summary(const Trace& t) {
 Trace evaluate(const std::vector<EvalTable>& tables, const Packet& packet, const Environment& env) {
   Trace trace;
   trace.family = packet.family;
+  trace.packet = packet;
   std::vector<BaseChain> bases;
   for (const auto& t : tables) {
     if (t.family != packet.family) continue;
@@ -735,7 +736,14 @@ Trace evaluate(const Ruleset& rs, const Packet& packet, const Environment& env) 
 }
 
 std::string traceText(const Trace& t) {
-  std::string out = std::string(familyName(t.family)) + ": " + verdictName(t.verdict) + " — " + t.reason + "\n";
+  const Packet& p = t.packet;
+  auto hostPort = [&](const std::string& a, uint16_t port) {
+    return (t.family == Family::IPv6 ? "[" + a + "]" : a) + ":" + std::to_string(port);
+  };
+  std::string out = std::string(familyName(t.family)) + " " + p.protocol + " " + hostPort(p.saddr, p.sport) + " → " +
+                    hostPort(p.daddr, p.dport) + (p.entry == Entry::Output ? ", sent by the node" : ", in on " +
+                    (p.iifname.empty() ? std::string("(no interface)") : p.iifname)) + "\n";
+  out += std::string(verdictName(t.verdict)) + ": " + t.reason + "\n";
   for (size_t i = 0; i < t.candidates.size(); ++i) {
     const Candidate& c = t.candidates[i];
     char prob[32];
@@ -744,8 +752,7 @@ std::string traceText(const Trace& t) {
     if (c.selection != Selection::None) out += std::string(" (") + selectionName(c.selection) + ")";
     out += std::string(" ") + verdictName(c.verdict);
     if (c.verdict == Verdict::Accept) {
-      std::string dest = t.family == Family::IPv6 ? "[" + c.address + "]" : c.address;
-      out += (c.translated ? " → " : " untouched to ") + dest + ":" + std::to_string(c.port) + ", source seen " +
+      out += (c.translated ? " → " : " untouched to ") + hostPort(c.address, c.port) + ", source seen " +
              c.sourceSeen + (c.masquerade ? " (masqueraded)" : "");
     }
     out += "\n";

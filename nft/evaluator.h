@@ -91,6 +91,7 @@ struct Candidate {
 
 struct Trace {
   Family family = Family::IPv4;
+  Packet packet;                      // what was sent
   Verdict verdict = Verdict::Accept;
   std::vector<Candidate> candidates;  // most probable first
   std::string reason;                 // one line: why the verdict

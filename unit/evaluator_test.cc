@@ -291,6 +291,20 @@ TEST_CASE("evaluator: a table parsed from nft's JSON listing traces like the mod
   CHECK(r.candidates[0].address == "10.244.1.2");
   CHECK(r.candidates[1].address == "10.244.2.3");
   std::string text = traceText(r);
-  CHECK(text.find("ip: dnat — DNAT to 2 candidate(s)") != std::string::npos);
+  CHECK(text.rfind("ip tcp 10.244.1.9:40000 → 10.96.0.10:80, in on eth0\ndnat: DNAT to 2 candidate(s)\n", 0) == 0);
   CHECK(text.find("50% (random) accept → 10.244.1.2:8080, source seen 10.244.1.9") != std::string::npos);
+}
+
+TEST_CASE("evaluator: iif and oif need a device; the node's own packets have no input interface") {
+  Tables t;
+  t.base("out", "filter", "output", 0,
+         {rule({match(R"({"meta":{"key":"iif"}})", "==", R"("eth0")"), kDrop}),
+          rule({match(R"({"meta":{"key":"iifname"}})", "==", R"("")"), match(R"({"meta":{"key":"oifname"}})", "==", R"("cni0")"), kReject})})
+      .base("fwd", "filter", "forward", 0, {rule({match(R"({"meta":{"key":"oif"}})", "==", R"("eth0")"), kDrop})});
+  Environment e = env();
+  e.routes = {{"10.244.1.0/24", "cni0"}};
+  CHECK(t.run(tcp("192.168.0.2", "10.244.1.2", 80, Entry::Output), e).verdict == Verdict::Reject);  // no iif: rule 1 ends
+  CHECK(t.run(tcp("192.168.0.2", "10.244.2.2", 80, Entry::Output), e).verdict == Verdict::Accept);  // oifname eth0
+  CHECK(t.run(tcp("198.51.100.7", "10.244.2.2", 80), e).verdict == Verdict::Drop);                  // forwarded via eth0
+  CHECK(t.run(tcp("198.51.100.7", "10.244.1.2", 80), e).verdict == Verdict::Accept);                // via cni0
 }
