@@ -237,4 +237,44 @@ bool matchesPattern(const Value& v, const rapidjson::Value& pattern) {
   return v.size() == 1 && atomMatches(v[0], p);
 }
 
+std::string atomKey(const Atom& a) {
+  switch (a.type) {
+    case AtomType::Address: return std::string(a.v6 ? "6" : "4") + std::string(a.addr.begin(), a.addr.end());
+    case AtomType::IfName:
+    case AtomType::Symbol: return "s" + a.str;
+    default: return "n" + std::to_string(a.num);
+  }
+}
+
+std::string valueKey(const Value& v) {
+  std::string out;
+  for (const auto& a : v) out += atomKey(a) + '\0';
+  return out;
+}
+
+bool literalKey(const Value& like, const rapidjson::Value& pattern, std::string* key) {
+  const auto& p = unwrapElem(pattern);
+  auto one = [&](const Atom& type, const rapidjson::Value& part) {
+    if (!part.IsString() && !part.IsNumber()) return false;
+    if (type.type == AtomType::IfName && part.IsString() && part.GetStringLength() > 0 &&
+        part.GetString()[part.GetStringLength() - 1] == '*')
+      return false;
+    try {
+      *key += atomKey(readLiteral(part, type.type)) + '\0';
+      return true;
+    } catch (const Unsupported&) {
+      return false;
+    }
+  };
+  key->clear();
+  if (p.IsObject() && p.HasMember("concat")) {
+    const auto& parts = p["concat"];
+    if (!parts.IsArray() || parts.Size() != like.size()) return false;
+    for (rapidjson::SizeType i = 0; i < parts.Size(); ++i)
+      if (!one(like[i], parts[i])) return false;
+    return true;
+  }
+  return like.size() == 1 && one(like[0], p);
+}
+
 }  // namespace kpn::nft::eval

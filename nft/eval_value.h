@@ -59,6 +59,14 @@ Value readUntypedValue(const rapidjson::Value& json);
 bool matchesPattern(const Value& v, const rapidjson::Value& pattern);
 bool atomMatches(const Atom& a, const rapidjson::Value& pattern);
 
+// Exact-match lookups in big sets: a key that two equal values share, whatever their spelling.
+std::string atomKey(const Atom& a);
+std::string valueKey(const Value& v);
+// The key of a pattern made only of literals, read with the types of `like`'s atoms; false for
+// prefixes, ranges, interface wildcards, or literals those types cannot read (then match it with
+// matchesPattern, which reports what it cannot read).
+bool literalKey(const Value& like, const rapidjson::Value& pattern, std::string* key);
+
 // ct state / ct status names as the kernel's bits.
 uint64_t ctStateBit(const std::string& name);
 uint64_t ctStatusBit(const std::string& name);

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 
 #include "nft/eval_value.h"
 
@@ -149,11 +150,23 @@ struct RuleResult {
 
 enum class Flow { Accept, Drop, Reject };
 
+// What one evaluate() call parses once and every run reuses: rule and element JSON, and for each
+// named set read with a given key type, its literal keys hashed (a 10k-service table has ~100k
+// elements) and the positions of the others (prefixes, ranges) to scan.
+struct SetIndex {
+  std::unordered_map<std::string, rapidjson::SizeType> exact;  // first position of each key
+  std::vector<rapidjson::SizeType> scan;
+};
+struct Caches {
+  std::map<const void*, std::unique_ptr<rapidjson::Document>> json;
+  std::map<std::pair<const void*, std::string>, SetIndex> indexes;
+};
+
 // One run of one packet through the tables, with a fixed script of choices.
 class Run {
  public:
   Run(const std::vector<BaseChain>& bases, const Environment& env, Chooser& chooser,
-      std::map<const void*, std::unique_ptr<rapidjson::Document>>& cache)
+      Caches& cache)
       : bases_(bases), env_(env), ch_(chooser), cache_(cache) {}
 
   Candidate go(const Packet& p) {
@@ -291,7 +304,7 @@ class Run {
   }
 
   const rapidjson::Document& parsed(const void* key, const std::string& json) {
-    auto& slot = cache_[key];
+    auto& slot = cache_.json[key];
     if (!slot) {
       slot = std::make_unique<rapidjson::Document>();
       slot->Parse(json.c_str(), json.size());
@@ -304,7 +317,7 @@ class Run {
   const JValue& setElements(const EvalTable& t, const std::string& name) {
     auto it = t.sets.find(name);
     if (it == t.sets.end()) throw Unsupported("a lookup in @" + name + ", which does not exist");
-    auto& slot = cache_[&it->second];
+    auto& slot = cache_.json[&it->second];
     if (!slot) {
       std::string json = "[";
       for (const auto& [k, v] : it->second.elements) {
@@ -324,6 +337,7 @@ class Run {
     const JValue* elems = nullptr;
     if (isSetRef(setExpr)) {
       elems = &setElements(t, setExpr.GetString() + 1);
+      return findIndexed(*elems, v, data);
     } else if (setExpr.IsObject() && setExpr.HasMember("set")) {
       elems = &setExpr["set"];
       if (!elems->IsArray()) {  // a one-element anonymous set
@@ -343,6 +357,37 @@ class Run {
       }
     }
     return nullptr;
+  }
+
+  static const JValue& keyOfElement(const JValue& e) { return e.IsArray() && e.Size() == 2 ? e[0] : e; }
+
+  // A named set's elements are [key, value-or-null] pairs (setElements).
+  const JValue* findIndexed(const JValue& elems, const Value& v, const JValue** data) {
+    std::string types;
+    for (const auto& a : v) types += static_cast<char>('a' + static_cast<int>(a.type));
+    auto [it, fresh] = cache_.indexes.try_emplace({&elems, types});
+    SetIndex& index = it->second;
+    if (fresh) {
+      std::string key;
+      for (rapidjson::SizeType i = 0; i < elems.Size(); ++i) {
+        if (literalKey(v, keyOfElement(elems[i]), &key))
+          index.exact.emplace(key, i);
+        else
+          index.scan.push_back(i);
+      }
+    }
+    // The first element that matches, as a linear walk would find it.
+    rapidjson::SizeType best = elems.Size();
+    auto hit = index.exact.find(valueKey(v));
+    if (hit != index.exact.end()) best = hit->second;
+    for (auto i : index.scan) {
+      if (i >= best) break;
+      if (matchesPattern(v, keyOfElement(elems[i]))) best = i;
+    }
+    if (best == elems.Size()) return nullptr;
+    const JValue& e = elems[best];
+    if (data) *data = !e[1].IsNull() ? &e[1] : nullptr;
+    return &e[0];
   }
 
   std::string ruleText(const TableRule& r) const {
@@ -623,7 +668,7 @@ class Run {
   const std::vector<BaseChain>& bases_;
   const Environment& env_;
   Chooser& ch_;
-  std::map<const void*, std::unique_ptr<rapidjson::Document>>& cache_;
+  Caches& cache_;
 
   Packet pkt_;
   uint64_t l4proto_ = 0;
@@ -666,7 +711,20 @@ std::string summary(const Trace& t) {
 
 }  // namespace
 
+struct Evaluator::Parsed {
+  Caches cache;
+};
+
+Evaluator::Evaluator(const std::vector<EvalTable>& tables) : tables_(tables), parsed_(std::make_unique<Parsed>()) {}
+Evaluator::~Evaluator() = default;
+
 Trace evaluate(const std::vector<EvalTable>& tables, const Packet& packet, const Environment& env) {
+  return Evaluator(tables).trace(packet, env);
+}
+
+Trace Evaluator::trace(const Packet& packet, const Environment& env) {
+  const std::vector<EvalTable>& tables = tables_;
+  Caches& cache = parsed_->cache;
   Trace trace;
   trace.family = packet.family;
   trace.packet = packet;
@@ -680,7 +738,6 @@ Trace evaluate(const std::vector<EvalTable>& tables, const Packet& packet, const
     return a.chain->hook->priority < b.chain->hook->priority;
   });
 
-  std::map<const void*, std::unique_ptr<rapidjson::Document>> cache;
   Chooser chooser;
   size_t runs = 0;
   do {

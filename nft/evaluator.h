@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,23 @@ struct Trace {
   Verdict verdict = Verdict::Accept;
   std::vector<Candidate> candidates;  // most probable first
   std::string reason;                 // one line: why the verdict
+};
+
+// Keeps what it parsed of the tables (rule JSON, hashed set elements) between packets, so that
+// many traces through one big table pay for its ~100k elements once. `tables` must outlive it;
+// one thread at a time.
+class Evaluator {
+ public:
+  explicit Evaluator(const std::vector<EvalTable>& tables);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+  Trace trace(const Packet& packet, const Environment& env);
+
+ private:
+  struct Parsed;
+  const std::vector<EvalTable>& tables_;
+  std::unique_ptr<Parsed> parsed_;
 };
 
 // Runs `packet` through `tables` (those of other families are skipped).
