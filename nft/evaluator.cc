@@ -711,20 +711,27 @@ std::string summary(const Trace& t) {
 
 }  // namespace
 
+namespace {
+Trace traceWith(const std::vector<EvalTable>& tables, Caches& cache, const Packet& packet, const Environment& env);
+}  // namespace
+
 struct Evaluator::Parsed {
   Caches cache;
 };
 
-Evaluator::Evaluator(const std::vector<EvalTable>& tables) : tables_(tables), parsed_(std::make_unique<Parsed>()) {}
+Evaluator::Evaluator(std::vector<EvalTable> tables) : tables_(std::move(tables)), parsed_(std::make_unique<Parsed>()) {}
 Evaluator::~Evaluator() = default;
 
+Trace Evaluator::trace(const Packet& packet, const Environment& env) { return traceWith(tables_, parsed_->cache, packet, env); }
+
 Trace evaluate(const std::vector<EvalTable>& tables, const Packet& packet, const Environment& env) {
-  return Evaluator(tables).trace(packet, env);
+  Caches cache;
+  return traceWith(tables, cache, packet, env);
 }
 
-Trace Evaluator::trace(const Packet& packet, const Environment& env) {
-  const std::vector<EvalTable>& tables = tables_;
-  Caches& cache = parsed_->cache;
+namespace {
+
+Trace traceWith(const std::vector<EvalTable>& tables, Caches& cache, const Packet& packet, const Environment& env) {
   Trace trace;
   trace.family = packet.family;
   trace.packet = packet;
@@ -784,6 +791,8 @@ Trace Evaluator::trace(const Packet& packet, const Environment& env) {
   trace.reason = summary(trace);
   return trace;
 }
+
+}  // namespace
 
 Trace evaluate(const Ruleset& rs, const Packet& packet, const Environment& env) {
   std::vector<EvalTable> tables;

@@ -99,11 +99,10 @@ struct Trace {
 };
 
 // Keeps what it parsed of the tables (rule JSON, hashed set elements) between packets, so that
-// many traces through one big table pay for its ~100k elements once. `tables` must outlive it;
-// one thread at a time.
+// many traces through one big table pay for its ~100k elements once. One thread at a time.
 class Evaluator {
  public:
-  explicit Evaluator(const std::vector<EvalTable>& tables);
+  explicit Evaluator(std::vector<EvalTable> tables);
   ~Evaluator();
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
@@ -111,7 +110,7 @@ class Evaluator {
 
  private:
   struct Parsed;
-  const std::vector<EvalTable>& tables_;
+  std::vector<EvalTable> tables_;
   std::unique_ptr<Parsed> parsed_;
 };
 

@@ -308,3 +308,24 @@ TEST_CASE("evaluator: iif and oif need a device; the node's own packets have no 
   CHECK(t.run(tcp("198.51.100.7", "10.244.2.2", 80), e).verdict == Verdict::Drop);                  // forwarded via eth0
   CHECK(t.run(tcp("198.51.100.7", "10.244.1.2", 80), e).verdict == Verdict::Accept);                // via cni0
 }
+
+TEST_CASE("evaluator: a named set mixes hashed literal keys and scanned intervals; the first matching element wins") {
+  Tables t;
+  t.base("pre", "filter", "prerouting", 0,
+         {rule({R"({"vmap":{"key":{"concat":[)" + std::string(kSaddr) + R"(,{"meta":{"key":"l4proto"}}]},"data":"@by-source"}})"})})
+      .set("by-source", {{R"({"concat":[{"prefix":{"addr":"10.1.0.0","len":16}},"tcp"]})", R"({"drop":null})"},
+                         {R"({"concat":["10.1.1.1","tcp"]})", R"({"accept":null})"},
+                         {R"({"concat":["10.2.2.2",6]})", R"({"goto":{"target":"refuse"}})"},
+                         {R"({"concat":[{"range":["10.3.0.1","10.3.0.9"]},"udp"]})", R"({"drop":null})"}})
+      .chain("refuse", {rule({kReject})});
+  CHECK(t.run(tcp("10.1.1.1", "10.9.9.9", 80), env()).verdict == Verdict::Drop);  // the prefix comes first
+  CHECK(t.run(tcp("10.2.2.2", "10.9.9.9", 80), env()).verdict == Verdict::Reject);  // 6 is tcp
+  CHECK(t.run(tcp("10.3.0.5", "10.9.9.9", 80), env()).verdict == Verdict::Accept);  // the range is udp only
+  Packet udp = tcp("10.3.0.5", "10.9.9.9", 53);
+  udp.protocol = "udp";
+  CHECK(t.run(udp, env()).verdict == Verdict::Drop);
+  // One evaluator, many packets: the same answers.
+  Evaluator ev(std::vector<EvalTable>{t.t});
+  CHECK(ev.trace(tcp("10.2.2.2", "10.9.9.9", 80), env()).verdict == Verdict::Reject);
+  CHECK(ev.trace(udp, env()).verdict == Verdict::Drop);
+}
