@@ -4,9 +4,17 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 CPPFLAGS += -I.
 # cpprest needs -lssl -lcrypto spelled out (its TLS code is inlined into our objects).
-LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -pthread
+# The libnftnl interposers of nft/typeof_guard.cc and nft/cache_scope.cc must be in the dynamic
+# symbol table for libnftables to call them.
+LDFLAGS  += -Wl,--export-dynamic-symbol=nftnl_set_get_data -Wl,--export-dynamic-symbol='nftnl_*_nlmsg_parse'
+LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -pthread
 
 BUILD    := build
+# SANITIZE=1 (with its own BUILD dir, see `unit-asan`): AddressSanitizer + UndefinedBehaviorSanitizer.
+ifeq ($(SANITIZE),1)
+CXXFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
 PYTHON   := /usr/bin/python3
 LIB_SRCS := $(sort $(wildcard nft/*.cc pkg/*/*.cc))
@@ -17,13 +25,27 @@ CMD_SRCS := $(sort $(wildcard cmd/kube-proxy-nft/*.cc))
 CMD_OBJS := $(CMD_SRCS:%.cc=$(BUILD)/obj/%.o)
 BIN      := $(BUILD)/kube-proxy-nft
 UNIT_BIN := $(BUILD)/unit-tests
+# e2e helper: writes other agents' nftables objects straight through libnftnl.
+FOREIGN_TABLES := $(BUILD)/foreign-tables
 
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest python3-yaml procps systemd
+            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables libnftnl-dev libmnl-dev clang
 
-.PHONY: all deps test unit e2e demo bench clean
+# libFuzzer targets (unit/fuzz/*.cc), built with Debian's clang with ASan + UBSan. `make fuzz`
+# runs each for FUZZ_SECONDS from a seed corpus taken from the tests (unit/fuzz/seeds.py); the
+# corpora grow in build/fuzz/corpus/. Crashes are written to build/fuzz/crash-*.
+FUZZ_CXX     ?= clang++
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build/fuzz
+FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# What the targets link against: everything but the HTTP stacks (they pull in cpprest and Beast).
+FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc pkg/health/%,$(LIB_SRCS))
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
+
+.PHONY: all deps test unit unit-asan e2e chaos demo bench fuzz image clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -51,21 +73,53 @@ $(BUILD)/obj/pkg/config/version.o: CPPFLAGS += -DKPN_VERSION='"$(VERSION)"' -DKP
 FORCE:
 
 $(BIN): $(CMD_OBJS) $(BUILD)/libkpn.a
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/libkpn.a
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(FUZZ_BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libkpn.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@; ar rcs $@ $^
+
+$(FUZZ_BUILD)/%: unit/fuzz/%.cc $(FUZZ_BUILD)/libkpn.a
+	$(FUZZ_CXX) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz: SHELL := /bin/bash
+fuzz: deps $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; $(PYTHON) unit/fuzz/seeds.py $$t $(FUZZ_BUILD)/corpus/$$t; \
+	  $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- -print_final_stats=1 $(FUZZ_BUILD)/corpus/$$t 2>&1 | \
+	    grep -E "^#[0-9]+ +DONE|stat::number_of_executed_units|ERROR|SUMMARY|Done [0-9]+ runs" ; \
+	  test $${PIPESTATUS[0]} -eq 0 || { echo "fuzz $$t: FAILED (see $(FUZZ_BUILD)/crash-$$t-*)"; exit 1; }; \
+	done
+
+$(FOREIGN_TABLES): e2e/foreign_tables.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -o $@ $< -lnftnl -lmnl
 
 unit: deps $(UNIT_BIN)
 	$(UNIT_BIN)
 
-e2e: deps $(BIN)
+e2e: deps $(BIN) $(FOREIGN_TABLES)
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # Unit tests first (no root), then the real-kernel scenarios; pytest's summary line ends the run.
-test: deps $(BIN) $(UNIT_BIN)
+test: deps $(BIN) $(UNIT_BIN) $(FOREIGN_TABLES)
 	$(UNIT_BIN)
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
+
+# For bench/libnftables_cache_cost.py: the cache-scope interposers as an LD_PRELOAD library.
+$(BUILD)/cache-scope-preload.so: bench/cache_scope_preload.cc nft/cache_scope.cc nft/typeof_guard.cc
+	$(CXX) $(CPPFLAGS) -std=c++17 -O2 -fPIC -shared -o $@ $^ -ldl
+
+# Minutes of chaos in namespaces (e2e/chaos_scenarios.py); not part of `make test`.
+chaos: deps $(BIN) $(FOREIGN_TABLES)
+	KPN_TEST_TIME_LIMIT=1200 $(PYTHON) -m pytest -p no:cacheprovider -v -s e2e/chaos_scenarios.py
 
 demo: deps $(BIN)
 	bash examples/demo.sh
@@ -74,7 +128,16 @@ demo: deps $(BIN)
 bench: deps $(BIN)
 	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
 
+# The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed), then a
+# check that it starts the binary. KPN_IMAGE_BASE=debootstrap: no registry reachable, the Debian
+# base is built from the package mirror (deploy/build-image.sh).
+IMAGE ?= kube-proxy-nft:latest
+IMAGE_PKGS := podman runc debootstrap
+image:
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(IMAGE_PKGS)"
+	deploy/build-image.sh $(IMAGE)
+
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

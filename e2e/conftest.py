@@ -18,6 +18,14 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "daemon: needs the kube-proxy-nft binary")
 
 
+def pytest_sessionstart(session):
+    """Every test needs root (network namespaces, nftables): without it the run fails at once and
+    says why, instead of skipping everything and exiting 0."""
+    if os.geteuid() != 0:
+        pytest.exit("the e2e suite needs root (network namespaces, nftables); run it as root, "
+                    "e.g. `sudo make test`", returncode=1)
+
+
 @pytest.fixture(autouse=True)
 def _time_limit(request):
     def expired(signum, frame):
@@ -35,7 +43,7 @@ def _time_limit(request):
 @pytest.fixture
 def lab(request):
     if os.geteuid() != 0:
-        pytest.skip("the e2e suite needs root (network namespaces)")
+        pytest.fail("the e2e suite needs root (network namespaces)")
     lb = netlab.Lab(request.node.name)
     try:
         yield lb

@@ -79,6 +79,19 @@ def test_issue_configmap_verbatim_with_hostname_override_serves_traffic(lab):
     assert d.alive()
 
 
+def test_a_written_config_file_ends_the_daemon_with_exit_1_as_upstream(lab):
+    lab.manifests.write("node.yaml", node_object())
+    header = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
+    path = write(lab, "watched.conf", header)
+    d = config_daemon(lab, path, manifests=True).start()
+    d.wait_syncs(1, timeout=30)
+    with open(path, "a") as f:
+        f.write("mode: nftables\n")
+    assert d.proc.wait(timeout=20) == 1, d.tail()
+    assert "content of the configuration file was updated (written)" in d.stderr(), d.tail()
+    assert "table ip kube-proxy" in lab.nft("list", "tables"), "the ruleset stays in place"
+
+
 def test_flags_without_config_set_conntrack_sysctls_and_oom_score_in_the_namespace(lab):
     lab.manifests.write("node.yaml", node_object())
     before = netfilter_sysctl(lab, "nf_conntrack_tcp_be_liberal")

@@ -174,6 +174,9 @@ def test_rbac_covers_every_request_of_the_daemon_running_the_deploy_config(lab):
         yaml.safe_dump(conf, f)
     d = lab.daemon([f"--config={path}"], sync_flags=(), manifests=False).start()
     d.wait_syncs(1, timeout=30)
+    # Each reflector opens its watch after its list: the first sync (right after the last list)
+    # can come before the last watch is open.
+    api.wait_watches(4)
     seen = {request_verb(r) for r in api.requests() if r.get("ua", "").startswith("kube-proxy-nft")}
     allowed = rbac_rules()
     assert seen, "no requests logged"

@@ -1,50 +1,59 @@
 #include "nft/runner.h"
 
-#include <nftables/libnftables.h>
-
 #include <glog/logging.h>
 
 namespace kpn::nft {
 
-void NftRunner::CtxDeleter::operator()(nft_ctx* c) const { nft_ctx_free(c); }
+namespace {
 
-NftRunner::Ctx NftRunner::newContext(bool json) {
-  Ctx ctx(nft_ctx_new(NFT_CTX_DEFAULT));
-  CHECK(ctx) << "nft_ctx_new failed";
-  // In libnftables 1.0.6 the JSON output flag is also what makes it parse JSON input.
-  if (json) nft_ctx_output_set_flags(ctx.get(), NFT_CTX_OUTPUT_JSON);
-  nft_ctx_buffer_output(ctx.get());
-  nft_ctx_buffer_error(ctx.get());
-  return ctx;
+// The tables iptables-nft writes upstream's iptables-mode chains into (nft/iptables_leftovers).
+std::vector<std::pair<Family, std::string>> iptablesNftTables() {
+  std::vector<std::pair<Family, std::string>> tables;
+  for (Family f : {Family::IPv4, Family::IPv6})
+    for (const char* t : {"nat", "filter", "mangle"}) tables.emplace_back(f, t);
+  return tables;
 }
 
-NftRunner::NftRunner() : commitCtx_(newContext(true)), listCtx_(newContext(true)), nativeCtx_(newContext(false)) {}
+}  // namespace
+
+NftRunner::NftRunner(NftRunnerOptions options)
+    : helper_(nftHelperArgv(options.executable, options.tables), options.callTimeout),
+      iptablesHelper_(nftHelperArgv(options.executable, iptablesNftTables()), options.callTimeout) {}
 NftRunner::~NftRunner() = default;
 
-RunResult NftRunner::run(nft_ctx* ctx, const std::string& buf) {
-  int rc = worker_.call([ctx, &buf] { return nft_run_cmd_from_buffer(ctx, buf.c_str()); });
-  RunResult r;
-  r.ok = rc == 0;
-  if (!r.ok) {
-    const char* err = nft_ctx_get_error_buffer(ctx);
-    r.error = err ? err : "unknown libnftables error";
-    while (!r.error.empty() && (r.error.back() == '\n' || r.error.back() == ' ')) r.error.pop_back();
+RunResult NftRunner::run(NftOp op, const std::string& buf, std::string* output) {
+  return runOn(helper_, op, buf, output);
+}
+
+RunResult NftRunner::runOn(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output) {
+  std::string error;
+  auto frame = helper.call(encodeNftRequest(op, buf), &error);
+  if (!frame) {
+    LOG(ERROR) << "libnftables helper failed: " << error << "; a new helper takes the next call";
+    return {false, "libnftables helper " + error};
   }
-  return r;
+  auto answer = decodeNftAnswer(*frame);
+  if (!answer) {
+    helper.recycle();
+    return {false, "libnftables helper sent a malformed answer"};
+  }
+  if (output) *output = std::move(answer->output);
+  return {answer->ok, std::move(answer->error)};
+}
+
+// A helper of its own, scoped to the iptables-nft tables: the main helper's libnftables sees only
+// our tables, so those would look absent through it. Its listing context holds their full cache,
+// which only this rare call pays.
+RunResult NftRunner::runJson(const std::string& json, std::string* output) {
+  return runOn(iptablesHelper_, NftOp::List, json, output);
 }
 
 RunResult NftRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
-  RunResult r = run(commitCtx_.get(), txn.toJson());
-  // libnftables keeps what a commit built in its context (~13 MiB in millions of small blocks
-  // after a cold sync at 10k services, scattered through the heap); a fresh context gives it back.
-  if (txn.size() > kFreshContextOps) {
-    worker_.call([this] {
-      commitCtx_.reset();
-      commitCtx_ = newContext(true);
-      return 0;
-    });
-  }
+  std::string json = txn.toJson();
+  RunResult r = run(NftOp::Commit, json);
+  r.bytes = json.size();
+  if (txn.size() > kRecycleAfterOps) helper_.recycle();
   return r;
 }
 
@@ -58,27 +67,27 @@ std::string staticDeclarationsText(const Ruleset& rs) {
   return text;
 }
 
-RunResult NftRunner::declareStatic(const Ruleset& rs) { return run(nativeCtx_.get(), staticDeclarationsText(rs)); }
+RunResult NftRunner::declareStatic(const Ruleset& rs) { return run(NftOp::Native, staticDeclarationsText(rs)); }
 
 RunResult NftRunner::list(Family f, const std::string& table, ListedTable* out) {
   *out = ListedTable{};
   std::string cmd = std::string("{\"nftables\":[{\"list\":{\"table\":{\"family\":\"") + familyName(f) +
                     "\",\"name\":\"" + table + "\"}}}]}";
-  RunResult r = run(listCtx_.get(), cmd);
+  std::string output;
+  RunResult r = run(NftOp::List, cmd, &output);
   if (!r.ok) {
     if (r.error.find("No such file or directory") != std::string::npos) return {};  // absent table
     return r;
   }
-  const char* buf = nft_ctx_get_output_buffer(listCtx_.get());
   std::string error;
-  auto parsed = parseListing(buf ? buf : "", &error);
+  auto parsed = parseListing(output, &error);
   if (!parsed) return {false, error};
   *out = std::move(*parsed);
   return {};
 }
 
 RunResult NftRunner::deleteTable(Family f, const std::string& table) {
-  RunResult r = run(nativeCtx_.get(), std::string("delete table ") + familyName(f) + " " + table);
+  RunResult r = run(NftOp::Native, std::string("delete table ") + familyName(f) + " " + table);
   if (!r.ok && r.error.find("No such file or directory") != std::string::npos) return {};  // absent: fine
   return r;
 }

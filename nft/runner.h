@@ -1,24 +1,25 @@
-// The only code that talks to the kernel's nftables: libnftables, in-process.
+// The only code that talks to the kernel's nftables: libnftables, in a helper process.
 // Commits use their own context and never list (a list on the committing context would make every
 // later transaction fetch the full ruleset); listings use a second context.
 #pragma once
 
-#include <memory>
+#include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nft/listing.h"
 #include "nft/model.h"
 #include "nft/transaction.h"
-#include "nft/worker_thread.h"
-
-struct nft_ctx;
+#include "nft/helper_process.h"
+#include "nft/nft_helper.h"
 
 namespace kpn::nft {
 
 struct RunResult {
   bool ok = true;
   std::string error;  // libnftables' error text; it does not say which command failed
+  size_t bytes = 0;   // commit: the size of the JSON sent to libnftables
 };
 
 // What the syncer needs from "the kernel"; the fake implements it for tests.
@@ -35,27 +36,41 @@ class Runner {
   virtual RunResult deleteTable(Family f, const std::string& table) = 0;  // absent is fine
 };
 
+// libnftables in a supervised helper process (nft_helper.h): a crash or exit() inside it fails one
+// call, never the daemon, and a new helper takes the next one. The helper's libnftables sees only
+// `tables` (other agents' tables cost nothing and cannot crash it), so list/delete other tables
+// through it and they look absent.
+struct NftRunnerOptions {
+  std::string executable = "/proc/self/exe";  // a binary whose main() calls runNftHelperIfAsked
+  std::vector<std::pair<Family, std::string>> tables = {{Family::IPv4, "kube-proxy"}, {Family::IPv6, "kube-proxy"}};
+  std::chrono::milliseconds callTimeout{std::chrono::minutes(2)};  // then the helper is killed
+};
+
 class NftRunner : public Runner {
  public:
-  NftRunner();
+  explicit NftRunner(NftRunnerOptions options = {});
   ~NftRunner() override;
   RunResult commit(const Transaction& txn) override;
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
+  // A JSON command batch for the iptables-nft tables (ip/ip6 nat, filter, mangle: upstream's
+  // iptables-mode leftovers), in a helper of its own; *output gets what it printed.
+  RunResult runJson(const std::string& json, std::string* output);
+
+  // Ends the iptables-nft helper (and the cache it built) once a cleanup is over.
+  void releaseIptablesHelper() { iptablesHelper_.recycle(); }
+
+  int helperStarts() const { return helper_.starts(); }  // how many helpers ran so far
 
  private:
-  struct CtxDeleter {
-    void operator()(nft_ctx* c) const;
-  };
-  using Ctx = std::unique_ptr<nft_ctx, CtxDeleter>;
-  static Ctx newContext(bool json);
-  static constexpr size_t kFreshContextOps = 10000;
-  RunResult run(nft_ctx* ctx, const std::string& buf);
-  Ctx commitCtx_;  // JSON in/out; never lists
-  Ctx listCtx_;    // JSON listings only
-  Ctx nativeCtx_;  // native syntax: start-up declarations, table deletion
-  WorkerThread worker_;  // every libnftables call runs here (see worker_thread.h); destroyed first
+  // After a commit this big the helper is recycled: libnftables keeps what it built (~13 MiB in
+  // millions of small blocks after a cold sync at 10k services); a new process holds none of it.
+  static constexpr size_t kRecycleAfterOps = 10000;
+  RunResult run(NftOp op, const std::string& buf, std::string* output = nullptr);
+  RunResult runOn(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output);
+  SupervisedHelper helper_;
+  SupervisedHelper iptablesHelper_;  // runJson: the iptables-nft tables only, started on first use
 };
 
 // The native text of the start-up declarations (table + typeof maps) of a ruleset.

@@ -503,6 +503,42 @@ TEST_CASE("flags: --nodeport-addresses keeps today's leniency: a bad entry is sk
 TEST_CASE("config: the node name is the override, else the hostname, lowercased") {
   ProxyConfig c;
   CHECK(nodeName(c, "Host-A") == "host-a");
-  c.hostnameOverride = "node-1";
+  c.hostnameOverride = " Node-1 ";
   CHECK(nodeName(c, "Host-A") == "node-1");
+  CHECK(validate(c).empty());
+  c.hostnameOverride = "  ";
+  REQUIRE(validate(c).size() == 1);
+  CHECK(validate(c)[0] == "hostnameOverride: \"  \": must not be blank");
+}
+
+TEST_CASE("config: every setting given that this daemon does not honour is one warning naming its field") {
+  ProxyConfig c = decodeOk(R"(
+mode: ipvs
+ipvs: {scheduler: wrr, strictARP: true, tcpTimeout: 5s}
+portRange: 30000-32767
+featureGates: {Gate1: true}
+enableProfiling: true
+showHiddenMetricsForVersion: "1.30"
+bindAddress: 10.0.0.9
+logging: {format: json}
+clientConnection: {contentType: application/yaml, acceptContentTypes: application/yaml}
+winkernel: {enableDSR: true}
+iptables: {snatNodeInternalIP: true}
+)");
+  REQUIRE(validate(c).empty());
+  std::vector<std::string> w = startupNotes(c).warnings;
+  const char* const fields[] = {"mode: \"ipvs\"", "ipvs.scheduler: \"wrr\" kept for later; not honoured", "ipvs.strictARP",
+                                "ipvs.tcpTimeout", "portRange: \"30000-32767\"", "featureGates.Gate1: true",
+                                "enableProfiling", "showHiddenMetricsForVersion", "bindAddress: \"10.0.0.9\"",
+                                "logging.format", "clientConnection.contentType", "clientConnection.acceptContentTypes",
+                                "winkernel.*", "iptables.snatNodeInternalIP"};
+  CHECK(w.size() == std::size(fields));
+  for (const char* f : fields) {
+    size_t n = 0;
+    for (const std::string& line : w) n += line.rfind(f, 0) == 0;
+    CHECK_MESSAGE(n == 1, f);
+  }
+  // The defaults and mode nftables: nothing to warn about.
+  CHECK(startupNotes(decodeOk("mode: nftables\n")).warnings.empty());
+  CHECK(startupNotes(ProxyConfig{}).warnings.empty());
 }

@@ -255,6 +255,31 @@ TEST_CASE("http server: connections beyond the limit are closed at once; the oth
   CHECK(a.readReply().has_value());
 }
 
+TEST_CASE("http server: the loop caps connections of all its servers together; closed ones free their share") {
+  http::Loop loop(3);
+  auto s1 = listenOrFail(loop, "127.0.0.1", 0, echo);
+  auto s2 = listenOrFail(loop, "127.0.0.1", 0, echo);
+  std::optional<HttpConnection> a;
+  a.emplace("127.0.0.1", s1->port());
+  HttpConnection b("127.0.0.1", s1->port()), c("127.0.0.1", s2->port());
+  for (auto* k : {&*a, &b, &c}) {
+    REQUIRE(k->send(getRequest("/x")));
+    REQUIRE(k->readReply());
+  }
+  CHECK(loop.openConnections() == 3);
+  HttpConnection refused1("127.0.0.1", s2->port()), refused2("127.0.0.1", s1->port());
+  CHECK(refused1.closedByPeer());  // each server is under its own limit of 128: the total says no
+  CHECK(refused2.closedByPeer());
+  a.reset();
+  for (int i = 0; i < 200 && loop.openConnections() > 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(loop.openConnections() == 2);
+  HttpConnection d("127.0.0.1", s2->port());
+  REQUIRE(d.send(getRequest("/d")));
+  CHECK(d.readReply().has_value());
+  REQUIRE(b.send(getRequest("/b2")));
+  CHECK(b.readReply().has_value());
+}
+
 TEST_CASE("http server: one loop thread serves every server; 2000 keep-alive requests leave no thread or fd behind") {
   size_t threads0 = threadCount(), fds0 = fdCount();
   {

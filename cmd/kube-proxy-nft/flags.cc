@@ -73,7 +73,11 @@ DEFINE_string(conntrack_udp_timeout, "0s", "nf_conntrack_udp_timeout (unreplied 
 DEFINE_string(conntrack_udp_timeout_stream, "0s", "nf_conntrack_udp_timeout_stream (assured UDP); 0 leaves it as is");
 DEFINE_string(config_sync_period, "15m0s", "Accepted (configSyncPeriod): the watches need no periodic resync");
 DEFINE_bool(dry_run, false, "Print the complete desired ruleset for both families as nft text and exit");
-DEFINE_bool(cleanup, false, "Delete the ip and ip6 kube-proxy tables and exit");
+DEFINE_bool(cleanup, false,
+            "Delete the ip and ip6 kube-proxy tables and upstream kube-proxy's iptables-mode chains, and exit");
+DEFINE_bool(cleanup_iptables, true,
+            "Once our rules are committed, remove upstream kube-proxy's iptables-mode KUBE-* chains and the jumps to "
+            "them from the iptables-nft tables (docs/migration.md)");
 DEFINE_bool(init_only, false, "Run the privileged start-up steps (kernel probe, oomScoreAdj, conntrack sysctls) and exit");
 DEFINE_string(probe_fake_requirement, "", "Test only: names a kernel requirement that no kernel meets, to prove the start-up probe's error");
 

@@ -18,19 +18,32 @@
 
 #include "cmd/kube-proxy-nft/flags.h"
 #include "nft/diff.h"
+#include "nft/iptables_cleanup.h"
+#include "nft/nft_helper.h"
 #include "nft/runner.h"
+#include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
 #include "pkg/config/version.h"
+#include "pkg/api/skip_report.h"
 #include "pkg/health/health_check_ports.h"
+#include "pkg/health/proxy_health.h"
+#include "pkg/health/sync_follower.h"
 #include "pkg/http/server.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
+#include "pkg/metrics/daemon_servers.h"
+#include "pkg/metrics/proxy_metrics.h"
+#include "pkg/metrics/sync_follower.h"
+#include "pkg/net/fd_limit.h"
 #include "pkg/net/ip.h"
 #include "pkg/node/prepare.h"
 #include "pkg/render/render.h"
 #include "pkg/source/api_source.h"
 #include "pkg/source/manifest_dir.h"
 #include "pkg/state/cluster_state.h"
+#include "pkg/sync/loop.h"
+#include "pkg/sync/programming_latency_log.h"
+#include "pkg/sync/state_sync_target.h"
 #include "pkg/sync/syncer.h"
 
 namespace {
@@ -46,7 +59,7 @@ std::string hostname() {
 // Picks the source the flags name: a manifest folder, an API server from --kubeconfig/--master,
 // or the in-cluster API server. Exits 2 with one line when none applies or the config is bad.
 std::unique_ptr<kpn::source::Source> makeSource(const kpn::config::Loaded& conf, const std::string& nodeName,
-                                                kpn::state::ClusterState& state) {
+                                                kpn::state::ClusterState& state, kpn::kube::RequestHook onRequest) {
   const kpn::config::DaemonOptions& opt = conf.options;
   const std::string& kubeconfig = conf.config.clientConnection.kubeconfig;
   if (!opt.manifests.empty()) return std::make_unique<kpn::source::ManifestDir>(opt.manifests, nodeName, state);
@@ -69,7 +82,8 @@ std::unique_ptr<kpn::source::Source> makeSource(const kpn::config::Loaded& conf,
     std::cerr << *err << "\n";
     std::exit(2);
   }
-  return std::make_unique<kpn::source::ApiSource>(kpn::kube::makeCpprestTransport(cfg), nodeName, state);
+  return std::make_unique<kpn::source::ApiSource>(kpn::kube::makeCpprestTransport(cfg, {}, std::move(onRequest)),
+                                                 nodeName, state);
 }
 
 // The API source fills the state in the background: a dry run waits for the first full list.
@@ -83,16 +97,6 @@ bool waitSynced(kpn::source::Source& source, int sigfd, std::chrono::seconds lim
     source.processEvents();
   }
   return true;
-}
-
-// Network programming latency: from the change that triggered an endpoint update (the
-// EndpointSlice's last-change-trigger-time) to its rules being committed.
-void logProgrammingLatency(const std::map<std::string, std::chrono::system_clock::time_point>& triggers) {
-  if (triggers.empty() || !VLOG_IS_ON(2)) return;
-  auto now = std::chrono::system_clock::now();
-  double maxMs = 0;
-  for (const auto& [svc, t] : triggers) maxMs = std::max(maxMs, std::chrono::duration<double, std::milli>(now - t).count());
-  VLOG(2) << "network programming: " << triggers.size() << " services, max latency " << maxMs << " ms since trigger";
 }
 
 int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& st) {
@@ -112,12 +116,15 @@ int runCleanup() {
       rc = 1;
     }
   }
+  if (!kpn::nft::removeIptablesLeftovers(runner).ok) rc = 1;
   return rc;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The same binary is the libnftables helper process (nft/nft_helper.h).
+  if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
   gflags::SetVersionString(kpn::config::versionLine());
   gflags::SetUsageMessage("kube-proxy-nft (--manifests=DIR | --kubeconfig=FILE | --master=URL | in a pod) [flags]: Kubernetes Services on this node, as one nftables ruleset");
   FLAGS_logtostderr = true;
@@ -157,9 +164,16 @@ int main(int argc, char** argv) {
   sigaddset(&mask, SIGINT);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  // As upstream: a written or renamed --config file ends the daemon (exit 1) to be restarted with it.
+  kpn::config::ConfigFileWatch configWatch(conf.options.configFile, kpn::config::ConfigFileWatch::exitOnChange);
 
+  kpn::metrics::ProxyMetrics metrics({kpn::config::version(), kpn::config::gitCommit()});
+  kpn::api::setSkipSink([&metrics](const std::string& kind, const std::string& reason) { metrics.countSkipped(kind, reason); });
   kpn::state::ClusterState state;
-  std::unique_ptr<kpn::source::Source> sourcePtr = makeSource(conf, cfg.nodeName, state);
+  std::unique_ptr<kpn::source::Source> sourcePtr = makeSource(
+      conf, cfg.nodeName, state, [&metrics](const char* method, const std::string& host, int code, double secs) {
+        metrics.observeRestRequest(method, host, code, secs);
+      });
   kpn::source::Source& source = *sourcePtr;
   source.start();
   kpn::render::Renderer renderer(cfg);
@@ -179,69 +193,34 @@ int main(int argc, char** argv) {
   }
   kpn::nft::NftRunner runner;
   kpn::sync::Syncer syncer(renderer, runner);
-  kpn::http::Loop httpLoop;  // before the servers on it: it must outlive them
+  kpn::sync::RealClock clock;
+  kpn::sync::StateSyncTarget target(clock, state, renderer, syncer, kpn::net::readHostAddresses);
+  kpn::sync::SyncLoop loop(clock, source, target, {minSync, syncPeriod});
+  if (conf.options.cleanupIptables) syncer.afterCommit(kpn::nft::iptablesLeftoverCleaner(runner));
+  kpn::net::FdLimit fds = kpn::net::raiseFdLimit();
+  LOG(INFO) << "open files limit " << fds.soft << " (hard " << fds.hard << ")" << (fds.error.empty() ? "" : ": " + fds.error);
+  // Before the servers on it: it must outlive them.
+  kpn::http::Loop httpLoop(kpn::net::httpConnectionBudget(fds.soft));
   kpn::health::HealthCheckPorts healthPorts(httpLoop);
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
   // sync periods (a commit failing over and over), healthy again once a sync lands.
-  bool pending = false;  // a change waits for its sync since pendingSince
-  auto pendingSince = Clock::now();
-  LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
-
-  bool dirty = true;
-  auto lastSync = Clock::time_point{};
-  auto lastAddressRead = Clock::now();  // read once before the loop (above)
-  auto nextForced = Clock::now();
-  auto backoff = std::chrono::nanoseconds(0);
-  auto nextWaitLog = Clock::now() + std::chrono::seconds(2);
-  for (;;) {
-    auto now = Clock::now();
-    auto due = dirty ? std::max(lastSync + minSync + backoff, now) : nextForced;
-    due = std::min(due, nextForced);
-    // Until the source has seen everything, the table stays exactly as it is: syncing a
-    // half-listed state would delete the rules of services not listed yet.
-    if (now >= due && !source.hasSynced()) {
-      if (now >= nextWaitLog) {
-        LOG(INFO) << "waiting for " << source.describe() << " (" << source.pending() << ") before the first sync";
-        nextWaitLog = now + std::chrono::seconds(10);
-      }
-      due = now + std::chrono::milliseconds(100);
-    } else if (now >= due) {
-      lastSync = now;
-      // Addresses come and go without a manifest change: re-read them (getifaddrs and the route
-      // tables, which can be long on a node with a route per pod) at most once a second.
-      if (now - lastAddressRead >= std::chrono::seconds(1)) {
-        renderer.setHostAddresses(kpn::net::readHostAddresses());
-        lastAddressRead = now;
-      }
-      kpn::sync::SyncStats s = syncer.sync(state);
-      if (s.ok) {
-        logProgrammingLatency(source.takeTriggerTimes());
-        dirty = false;
-        backoff = std::chrono::nanoseconds(0);
-        // Health-check node ports answer as of the ruleset just committed.
-        healthPorts.update(state, cfg, syncer.lastChanges(), renderer.environment());
-        pending = false;
-      } else {
-        // Retry soon, then less and less often, never slower than the sync period.
-        backoff = std::min<std::chrono::nanoseconds>(backoff == std::chrono::nanoseconds(0) ? std::chrono::milliseconds(500) : backoff * 2, syncPeriod);
-        dirty = true;
-        LOG(WARNING) << "retrying in " << std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count() << " ms";
-      }
-      nextForced = Clock::now() + syncPeriod;
-      continue;
-    }
-    auto waitMs = std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count() + 1;
-    pollfd fds[2] = {{source.fd(), POLLIN, 0}, {sigfd, POLLIN, 0}};
-    int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(waitMs, 60000)));
-    if (n > 0 && (fds[1].revents & POLLIN)) {
-      LOG(INFO) << "signal received; exiting with the ruleset in place";
-      return 0;
-    }
-    if (n > 0 && (fds[0].revents & POLLIN) && source.processEvents()) {
-      dirty = true;
-      if (!pending) pendingSince = Clock::now();
-      pending = true;
-    }
-    healthPorts.setProxyHealthy(!(pending && Clock::now() - pendingSince > 2 * syncPeriod));
+  kpn::health::ProxyHealth proxyHealth(clock, 2 * syncPeriod, {"IPv4", "IPv6"});
+  kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
+  kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
+  kpn::sync::ProgrammingLatencyLog latencyLog;
+  for (kpn::sync::SyncObserver* o : std::initializer_list<kpn::sync::SyncObserver*>{
+           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog})
+    loop.addObserver(o);
+  kpn::metrics::DaemonServers servers;
+  if (auto err = servers.start(httpLoop,
+                               {conf.config.healthzBindAddress, conf.config.metricsBindAddress,
+                                conf.config.bindAddressHardFail},
+                               proxyHealth, clock, metrics)) {
+    LOG(ERROR) << *err;
+    return 1;
   }
+  LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
+  kpn::sync::runSyncLoop(loop, source, sigfd);
+  LOG(INFO) << "signal received; exiting with the ruleset in place";
+  return 0;
 }

@@ -116,6 +116,8 @@ const std::vector<Flag>& flagTable() {
       {"manifests", Kind::Daemon, [](Loaded& l, S v) { l.options.manifests = v; }},
       {"dry-run", Kind::Daemon, [](Loaded& l, S v) { l.options.dryRun = toBool("dry-run", v); }},
       {"cleanup", Kind::Daemon, [](Loaded& l, S v) { l.options.cleanup = toBool("cleanup", v); }},
+      {"cleanup-iptables", Kind::Daemon,
+       [](Loaded& l, S v) { l.options.cleanupIptables = toBool("cleanup-iptables", v); }},
       {"init-only", Kind::Daemon, [](Loaded& l, S v) { l.options.initOnly = toBool("init-only", v); }},
       {"probe-fake-requirement", Kind::Daemon,
        [](Loaded& l, S v) { l.options.probeFakeRequirements = splitComma(v); }},

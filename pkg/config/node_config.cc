@@ -6,7 +6,10 @@
 namespace kpn::config {
 
 std::string nodeName(const ProxyConfig& c, const std::string& hostname) {
+  // upstream's GetHostname: the override trimmed, else the hostname; lowercased either way.
   std::string s = c.hostnameOverride.empty() ? hostname : c.hostnameOverride;
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  s = b == std::string::npos ? "" : s.substr(b, e - b + 1);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
   return s;
 }

@@ -10,7 +10,7 @@
 
 namespace kpn::config {
 
-// hostnameOverride, else the hostname lowercased (upstream's node name rule).
+// hostnameOverride trimmed, else the hostname; lowercased (upstream's GetHostname).
 std::string nodeName(const ProxyConfig& c, const std::string& hostname);
 
 // Fills cluster CIDRs, masquerade (all, mark = 1 << nftables.masqueradeBit), NodePort addresses

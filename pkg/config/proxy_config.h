@@ -128,6 +128,7 @@ struct DaemonOptions {
   std::string manifests;
   bool dryRun = false;
   bool cleanup = false;
+  bool cleanupIptables = true;  // --cleanup-iptables: remove upstream's iptables-mode leftovers
   bool initOnly = false;  // --init-only: probe, OOM score, conntrack sysctls, then exit
   std::vector<std::string> probeFakeRequirements;  // test only: requirements no kernel meets
 };

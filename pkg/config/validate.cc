@@ -97,10 +97,11 @@ std::vector<std::string> validate(const ProxyConfig& c) {
   e.duration("conntrack.udpTimeout", c.conntrack.udpTimeout, true);
   e.duration("conntrack.udpStreamTimeout", c.conntrack.udpStreamTimeout, true);
   if (c.clientConnection.burst < 0) e.add("clientConnection.burst", std::to_string(c.clientConnection.burst), "must be greater than or equal to 0");
-  if (c.clientConnection.qps < 0) e.add("clientConnection.qps", std::to_string(c.clientConnection.qps), "must be greater than or equal to 0");
   if (c.oomScoreAdj < -1000 || c.oomScoreAdj > 1000)
     e.add("oomScoreAdj", std::to_string(c.oomScoreAdj), "must be within the range [-1000, 1000]");
   e.duration("configSyncPeriod", c.configSyncPeriod, false);
+  if (!c.hostnameOverride.empty() && c.hostnameOverride.find_first_not_of(" \t\r\n") == std::string::npos)
+    e.add("hostnameOverride", quoted(c.hostnameOverride), "must not be blank");
   if (!net::canonicalIp(c.bindAddress)) e.add("bindAddress", quoted(c.bindAddress), "not a valid IP address");
   if (!c.healthzBindAddress.empty() && !validHostPort(c.healthzBindAddress))
     e.add("healthzBindAddress", quoted(c.healthzBindAddress), "must be IP:port ([IPv6]:port)");

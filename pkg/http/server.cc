@@ -20,13 +20,21 @@ namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using ErrorCode = boost::system::error_code;
 
+// Shared by a Loop's servers; touched only on the loop thread.
+struct ConnectionBudget {
+  size_t max;
+  size_t open = 0;
+};
+
 struct Loop::Impl {
+  explicit Impl(size_t maxConnections) : budget{maxConnections} {}
+  ConnectionBudget budget;  // first: destroyed after io, whose pending handlers hold sessions
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
   std::thread thread;
 };
 
-Loop::Loop() : impl_(std::make_unique<Impl>()) {
+Loop::Loop(size_t maxConnections) : impl_(std::make_unique<Impl>(maxConnections)) {
   impl_->thread = std::thread([io = &impl_->io] {
     for (;;) {
       try {
@@ -46,6 +54,12 @@ Loop::~Loop() {
 }
 
 bool Loop::onLoopThread() const { return impl_->io.get_executor().running_in_this_thread(); }
+
+size_t Loop::openConnections() {
+  size_t n = 0;
+  call([&] { n = impl_->budget.open; });
+  return n;
+}
 
 void Loop::call(const std::function<void()>& fn) {
   if (onLoopThread()) {
@@ -108,13 +122,14 @@ class Session;
 // A listening socket and its connections. Lives on the loop thread; shared by its Server and
 // its sessions, so that a session's last completion handler can still run after close().
 struct Listener : std::enable_shared_from_this<Listener> {
-  Listener(asio::io_context& io, Handler handler, const Limits& limits, std::string name)
-      : acceptor(io), retry(io), handler(std::move(handler)), limits(limits), name(std::move(name)) {}
+  Listener(asio::io_context& io, ConnectionBudget& budget, Handler handler, const Limits& limits, std::string name)
+      : acceptor(io), retry(io), budget(budget), handler(std::move(handler)), limits(limits), name(std::move(name)) {}
   void accept();
   void close();
 
   tcp::acceptor acceptor;
   asio::steady_timer retry;  // after a failed accept (EMFILE...): accepting again at once would spin
+  ConnectionBudget& budget;  // the Loop's, which outlives every listener and session
   Handler handler;
   Limits limits;
   std::string name;  // "[::1]:8080", for logs
@@ -129,8 +144,12 @@ class Session : public std::enable_shared_from_this<Session> {
         buffer_(owner->limits.maxHeaderBytes + owner->limits.maxBodyBytes + 4096),
         owner_(std::move(owner)) {
     owner_->sessions.insert(this);
+    ++owner_->budget.open;
   }
-  ~Session() { owner_->sessions.erase(this); }
+  ~Session() {
+    owner_->sessions.erase(this);
+    --owner_->budget.open;
+  }
 
   void start() {
     ErrorCode ignored;
@@ -260,6 +279,10 @@ void Listener::accept() {
       LOG_EVERY_N(WARNING, 100) << "http " << self->name << ": " << self->sessions.size()
                                 << " connections open; refusing more";
       socket.close(ec);
+    } else if (self->budget.open >= self->budget.max) {
+      LOG_EVERY_N(WARNING, 100) << "http " << self->name << ": " << self->budget.open
+                                << " connections open on all ports; refusing more";
+      socket.close(ec);
     } else {
       std::make_shared<Session>(std::move(socket), self)->start();
     }
@@ -336,7 +359,8 @@ std::unique_ptr<Server> Server::listen(Loop& loop, const std::string& address, i
                                        std::string* error, const Limits& limits) {
   std::unique_ptr<Server> out;
   loop.call([&] {
-    auto l = std::make_shared<Listener>(loop.impl_->io, std::move(handler), limits, endpointText(address, port));
+    auto l = std::make_shared<Listener>(loop.impl_->io, loop.impl_->budget, std::move(handler), limits,
+                                        endpointText(address, port));
     if (!bindListener(l->acceptor, address, port, error)) return;
     ErrorCode ec;
     int bound = l->acceptor.local_endpoint(ec).port();

@@ -45,10 +45,16 @@ struct Limits {
   size_t maxConnections = 128;  // per server; connections beyond it are accepted and closed at once
 };
 
+// Connections of all servers on one Loop together, so that clients of many ports cannot take
+// every file descriptor of the daemon (each connection is one).
+constexpr size_t kDefaultTotalConnections = 512;
+
 // The one thread that all servers (and tickers) run on. Create it before them, destroy it after.
 class Loop {
  public:
-  Loop();
+  // maxConnections: open connections of all its servers together; beyond it new ones are
+  // accepted and closed at once, as beyond a server's own limit.
+  explicit Loop(size_t maxConnections = kDefaultTotalConnections);
   ~Loop();
   Loop(const Loop&) = delete;
   Loop& operator=(const Loop&) = delete;
@@ -57,6 +63,7 @@ class Loop {
   // fn's exceptions propagate to the caller.
   void call(const std::function<void()>& fn);
   bool onLoopThread() const;
+  size_t openConnections();  // of all its servers, now
 
  private:
   friend class Server;

@@ -1,5 +1,7 @@
 #include "pkg/render/layout.h"
 
+#include "pkg/render/comment.h"
+
 namespace kpn::render {
 
 using namespace kpn::nft;
@@ -43,7 +45,7 @@ std::string externalChainName(const api::Service& svc, const api::ServicePort& p
 std::string firewallChainName(const api::Service& svc) { return "firewall-" + svc.meta.ns + "/" + svc.meta.name; }
 
 std::string servicePortComment(const api::Service& svc, const api::ServicePort& port) {
-  return svc.meta.ns + "/" + svc.meta.name + ":" + portKey(port);
+  return boundedComment(svc.meta.ns + "/" + svc.meta.name + ":" + portKey(port));
 }
 
 std::string backendsMapName(api::Protocol proto, const std::string& chainName, int shards) {

@@ -53,7 +53,8 @@ std::string localChainName(const api::Service& svc, const api::ServicePort& port
 std::string externalChainName(const api::Service& svc, const api::ServicePort& port);
 // "firewall-<ns>/<name>": the source-range check of a service's LoadBalancer IPs
 std::string firewallChainName(const api::Service& svc);
-// "<ns>/<name>:<port name or number>", the comment on a service's rules and elements
+// "<ns>/<name>:<port name or number>", the comment on a service's rules and elements (bounded:
+// render/comment.h)
 std::string servicePortComment(const api::Service& svc, const api::ServicePort& port);
 // The backends map a service chain uses: stable per chain name, spread over cfg.backendShards.
 std::string backendsMapName(api::Protocol proto, const std::string& chainName, int shards);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "pkg/render/comment.h"
 #include "pkg/render/endpoints.h"
 #include "pkg/render/layout.h"
 
@@ -37,8 +38,9 @@ std::vector<std::string> rangeOwners(const std::string& chain) {
 
 bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg) {
   if (svc.headless || svc.type == "ExternalName") return false;
-  auto proxyName = svc.meta.labels.find("service.kubernetes.io/service-proxy-name");
-  if (proxyName != svc.meta.labels.end() && proxyName->second != cfg.serviceProxyName) return false;
+  // Any value of the label (the empty one too) hands the service to another proxy, as upstream's
+  // label selector does; the sources filter these out already.
+  if (svc.meta.labels.count("service.kubernetes.io/service-proxy-name")) return false;
   return !svc.clusterIPs.empty();
 }
 
@@ -72,7 +74,10 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
     auto c = net::parseCidr(text);
     if (c && toNftFamily(c->family) == family) ranges.push_back(*c);
   }
-  const bool firewalled = !ranges.empty();
+  // An unreadable range closes the firewall to every source (no return rule at all), rather
+  // than leaving the service open to all, or to more than its owner listed.
+  if (svc.sourceRangeUnreadable) ranges.clear();
+  const bool firewalled = !ranges.empty() || svc.sourceRangeUnreadable;
 
   auto owns = [&](const std::string& dest) { return !claims || claims->owns(svcKey, dest); };
   auto lost = [&](const std::string& what, const std::string& dest) {
@@ -84,7 +89,7 @@ PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::
 
   auto part = std::make_shared<Part>();
   std::set<std::string> seen, hairpins;
-  part->elements.push_back(setElement(kClusterIPs, ex::addr(clusterIP), svc.meta.ns + "/" + svc.meta.name));
+  part->elements.push_back(setElement(kClusterIPs, ex::addr(clusterIP), boundedComment(svc.meta.ns + "/" + svc.meta.name)));
   bool firewallUsed = false;
   const Expr kDrop{"{\"drop\":null}", "drop"};
   auto dropElement = [&](const char* set, Expr key, const std::string& comment) {

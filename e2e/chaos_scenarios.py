@@ -1,0 +1,120 @@
+"""Chaos scenarios (issue 12), run by `make chaos`, not by `make test` (they take minutes): the
+real daemon in namespaces while a client loop opens a NEW TCP connection every 20 ms to each of
+several untouched services; every attempt counts, nothing is retried.
+
+  - 1000 endpoint changes of other services        -> 0 failed connections
+  - kill -9 every 3 s for a minute, restarted       -> 0 failed connections
+  - 100 000 endpoint changes                        -> daemon RSS, helper RSS and open fds flat
+                                                       (the curve is printed)
+Run: make chaos (or KPN_TEST_TIME_LIMIT=900 python3 -m pytest -v -s e2e/chaos_scenarios.py)."""
+import os
+import random
+import time
+
+import pytest
+
+from netlab import endpoint_slice, node_object, service
+from test_40_live import assert_loop_clean, svc_files
+from test_80_foreign_tables import helper_pids
+
+pytestmark = pytest.mark.usefixtures("daemon_bin")
+UNTOUCHED = ["10.96.5.1", "10.96.5.2", "10.96.5.3"]
+
+
+def start(lab, churn_services=5):
+    client = lab.add_pod("client")
+    steady = lab.add_backends(2, tcp=[8080], udp=[], name="steady")
+    churn = lab.add_backends(4, tcp=[8080], udp=[], name="churn")
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    for i, ip in enumerate(UNTOUCHED):
+        m.write(f"steady{i}.yaml", svc_files(f"steady{i}", ip, steady))
+    for j in range(churn_services):
+        m.write(f"churn{j}.yaml", svc_files(f"churn{j}", f"10.96.6.{j + 1}", churn[:1]))
+    d = lab.start_daemon()
+    loops = [lab.agent(client) for _ in UNTOUCHED]
+    for a, ip in zip(loops, UNTOUCHED):
+        a.loop_start(ip, 80)
+    return d, m, lab.agent(client), steady, churn, loops
+
+
+def stop_loops(loops, t0):
+    for a in loops:
+        st = a.loop_stop()
+        assert_loop_clean(st, min_attempts=int((time.monotonic() - t0) / 0.02 * 0.5))
+
+
+def test_chaos_1000_endpoint_changes_never_disturb_untouched_services(lab):
+    d, m, probe, steady, churn, loops = start(lab)
+    rng = random.Random(1000)
+    t0 = time.monotonic()
+    state = {}
+    try:
+        for i in range(1000):
+            j = i % 5
+            state[j] = rng.sample(churn, rng.randint(1, len(churn)))
+            m.write(f"churn{j}.yaml", svc_files(f"churn{j}", f"10.96.6.{j + 1}", state[j]))
+            time.sleep(0.01)
+        d.settle(quiet=0.5, timeout=30)
+    finally:
+        stop_loops(loops, t0)
+    print(f"1000 changes in {time.monotonic() - t0:.1f} s, {len(d.syncs())} syncs")
+    for j, eps in state.items():  # the last state of every churned service is what serves
+        got = {probe.tcp(f"10.96.6.{j + 1}", 80).split()[0] for _ in range(12)}
+        assert got <= {p.v4 for p in eps}, (j, got, eps)
+    assert d.failed_syncs() == [] and d.alive()
+
+
+def test_chaos_kill9_every_3s_for_a_minute_never_disturbs_traffic(lab):
+    d, m, probe, steady, churn, loops = start(lab)
+    t0 = time.monotonic()
+    kills = 0
+    try:
+        while time.monotonic() - t0 < 60:
+            time.sleep(3)
+            d.kill9()
+            kills += 1
+            m.write("churn0.yaml", svc_files("churn0", "10.96.6.1", churn[: 1 + kills % 4]))
+            d.start()
+            d.wait_syncs(1, timeout=20)
+    finally:
+        stop_loops(loops, t0)
+    print(f"{kills} kill -9 + restart cycles in {time.monotonic() - t0:.0f} s")
+    want = {p.v4 for p in churn[: 1 + kills % 4]}
+    got = {probe.tcp("10.96.6.1", 80).split()[0] for _ in range(20)}
+    assert got <= want and got, (got, want)
+    assert kills >= 15
+
+
+def _mem(pid):
+    def rss(p):
+        with open(f"/proc/{p}/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024.0
+    helpers = helper_pids(pid)
+    return rss(pid), sum(rss(h) for h in helpers), len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_chaos_rss_and_fds_stay_flat_over_100k_endpoint_changes(lab):
+    total = int(os.environ.get("KPN_CHAOS_CHANGES", "100000"))
+    d, m, probe, steady, churn, loops = start(lab, churn_services=20)
+    rng = random.Random(100000)
+    t0 = time.monotonic()
+    curve = []
+    try:
+        for i in range(total):
+            j = i % 20
+            m.write(f"churn{j}.yaml", svc_files(f"churn{j}", f"10.96.6.{j + 1}",
+                                               rng.sample(churn, rng.randint(1, len(churn)))))
+            if (i + 1) % (total // 10) == 0:
+                d.settle(quiet=0.3, timeout=30)
+                curve.append((i + 1, *_mem(d.proc.pid), len(d.syncs())))
+                print("changes %6d: daemon RSS %.1f MiB, helper RSS %.1f MiB, fds %d, syncs %d"
+                      % curve[-1], flush=True)
+    finally:
+        stop_loops(loops, t0)
+    print(f"{total} changes in {time.monotonic() - t0:.0f} s")
+    assert d.failed_syncs() == [] and d.alive()
+    first, last = curve[0], curve[-1]
+    assert last[3] == first[3], f"open fds grew: {curve}"
+    assert last[1] <= first[1] * 1.10 + 2, f"daemon RSS grew: {curve}"
+    assert last[2] <= first[2] * 1.25 + 2, f"helper RSS grew: {curve}"

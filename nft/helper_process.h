@@ -1,0 +1,57 @@
+// A supervised child process that answers requests over a socketpair, one at a time.
+// Whatever happens to the child (a segfault, an exit() inside a library, a hang) costs the caller
+// one failed call: the child is reaped, the failure described, and the next call starts a new
+// one. The parent never shares memory, signals or fate with it: the socket is written with
+// MSG_NOSIGNAL, the child gets SIGKILL when the parent dies (PR_SET_PDEATHSIG, set by the child)
+// and EOF when the parent closes its end.
+//
+// Framing: each request and each answer is a 4-byte native-endian length and that many bytes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kpn::nft {
+
+// Frame I/O on a blocking stream socket; false on EOF, error or a frame longer than maxBytes.
+bool writeFrame(int fd, const std::string& payload);
+bool readFrame(int fd, std::string* payload, size_t maxBytes);
+
+class SupervisedHelper {
+ public:
+  // argv[0] is the executable; the child finds its end of the socketpair on fd 3.
+  SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout);
+  ~SupervisedHelper();  // closes the socket, gives the child 2 s to leave, then kills it
+  SupervisedHelper(const SupervisedHelper&) = delete;
+  SupervisedHelper& operator=(const SupervisedHelper&) = delete;
+
+  // Sends one request and waits for its answer. On failure returns nullopt with *error saying
+  // what happened to the child ("helper killed by signal 11 (Segmentation fault)"); the child is
+  // gone by then and the next call starts a new one.
+  std::optional<std::string> call(const std::string& request, std::string* error);
+  // Ends the child now (its memory goes back to the system); the next call starts a new one.
+  void recycle();
+
+  pid_t pid() const { return pid_; }  // 0 while none runs
+  int starts() const { return starts_; }
+
+ private:
+  bool start(std::string* error);
+  std::string stop(bool kill);  // closes, reaps; returns how the child ended
+
+  // Two descriptors held in reserve (of /dev/null) and let go just before the socketpair of a new
+  // child: a daemon whose descriptors an outside flood took can still start its helper.
+  void holdReserve();
+  int reserve_[2] = {-1, -1};
+  std::vector<std::string> argv_;
+  std::chrono::milliseconds timeout_;
+  pid_t pid_ = 0;
+  int fd_ = -1;
+  int starts_ = 0;
+};
+
+}  // namespace kpn::nft

@@ -1,0 +1,158 @@
+#include "nft/nft_helper.h"
+
+#include <linux/netfilter.h>
+#include <nftables/libnftables.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "nft/cache_scope.h"
+#include "nft/helper_process.h"
+#include "nft/typeof_guard.h"
+
+namespace kpn::nft {
+namespace {
+
+constexpr int kFd = 3;
+constexpr size_t kMaxRequestBytes = size_t(1) << 30;
+
+struct CtxDeleter {
+  void operator()(nft_ctx* c) const { nft_ctx_free(c); }
+};
+using Ctx = std::unique_ptr<nft_ctx, CtxDeleter>;
+
+Ctx newContext(bool json) {
+  Ctx ctx(nft_ctx_new(NFT_CTX_DEFAULT));
+  if (!ctx) return ctx;
+  // In libnftables 1.0.6 the JSON output flag is also what makes it parse JSON input.
+  if (json) nft_ctx_output_set_flags(ctx.get(), NFT_CTX_OUTPUT_JSON);
+  nft_ctx_buffer_output(ctx.get());
+  nft_ctx_buffer_error(ctx.get());
+  return ctx;
+}
+
+// The helper's three contexts, created on first use: commits never list (a list on the
+// committing context would make every later transaction fetch the full ruleset).
+class Contexts {
+ public:
+  NftAnswer run(NftOp op, const std::string& buf) {
+    Ctx& ctx = op == NftOp::Commit ? commit_ : op == NftOp::List ? list_ : native_;
+    if (!ctx) ctx = newContext(op != NftOp::Native);
+    NftAnswer a;
+    if (!ctx) {
+      a.error = "nft_ctx_new failed";
+      return a;
+    }
+    a.ok = nft_run_cmd_from_buffer(ctx.get(), buf.c_str()) == 0;
+    if (!a.ok) {
+      const char* err = nft_ctx_get_error_buffer(ctx.get());
+      a.error = err ? err : "unknown libnftables error";
+      while (!a.error.empty() && (a.error.back() == '\n' || a.error.back() == ' ')) a.error.pop_back();
+    } else if (op == NftOp::List) {
+      const char* out = nft_ctx_get_output_buffer(ctx.get());
+      a.output = out ? out : "";
+    }
+    return a;
+  }
+
+ private:
+  Ctx commit_, list_, native_;
+};
+
+bool parseScopeArg(const std::string& arg, ScopedTable* out) {
+  auto colon = arg.find(':');
+  if (colon == std::string::npos) return false;
+  std::string fam = arg.substr(0, colon);
+  if (fam == "ip") out->family = NFPROTO_IPV4;
+  else if (fam == "ip6") out->family = NFPROTO_IPV6;
+  else return false;
+  out->name = arg.substr(colon + 1);
+  return !out->name.empty();
+}
+
+int serve(const std::vector<ScopedTable>& scope) {
+  // Alone with its socket: no inherited listening sockets or connections of the daemon.
+  ::close_range(kFd + 1, ~0U, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return 1;  // the parent is already gone
+  rlimit noCore{0, 0};
+  setrlimit(RLIMIT_CORE, &noCore);
+  setCacheScope(scope);
+  if (!typeofGuardActive() || !cacheScopeActive())
+    std::fprintf(stderr, "nft helper: libnftnl interposers not active (guard %d, scope %d)\n", typeofGuardActive(),
+                 cacheScopeActive());
+  Contexts contexts;
+  std::string frame, buffer;
+  NftOp op;
+  while (readFrame(kFd, &frame, kMaxRequestBytes)) {
+    NftAnswer a;
+    if (!decodeNftRequest(frame, &op, &buffer)) a.error = "nft helper: malformed request";
+    else a = contexts.run(op, buffer);
+    if (!writeFrame(kFd, encodeNftAnswer(a))) return 1;
+  }
+  return 0;  // EOF: the daemon closed its end
+}
+
+void putU32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); }
+
+}  // namespace
+
+std::string encodeNftRequest(NftOp op, const std::string& buffer) { return static_cast<char>(op) + buffer; }
+
+bool decodeNftRequest(const std::string& frame, NftOp* op, std::string* buffer) {
+  if (frame.empty()) return false;
+  char c = frame[0];
+  if (c != 'c' && c != 'l' && c != 'n') return false;
+  *op = static_cast<NftOp>(c);
+  buffer->assign(frame, 1, std::string::npos);
+  return true;
+}
+
+// ok byte, error length, error, output
+std::string encodeNftAnswer(const NftAnswer& a) {
+  std::string s(1, a.ok ? '1' : '0');
+  putU32(s, static_cast<uint32_t>(a.error.size()));
+  s += a.error;
+  s += a.output;
+  return s;
+}
+
+std::optional<NftAnswer> decodeNftAnswer(const std::string& frame) {
+  if (frame.size() < 5 || (frame[0] != '0' && frame[0] != '1')) return std::nullopt;
+  uint32_t errLen;
+  std::memcpy(&errLen, frame.data() + 1, sizeof errLen);
+  if (frame.size() - 5 < errLen) return std::nullopt;
+  NftAnswer a;
+  a.ok = frame[0] == '1';
+  a.error = frame.substr(5, errLen);
+  a.output = frame.substr(5 + errLen);
+  return a;
+}
+
+std::vector<std::string> nftHelperArgv(const std::string& exe, const std::vector<std::pair<Family, std::string>>& tables) {
+  std::vector<std::string> argv{exe, kNftHelperSubcommand};
+  for (const auto& [f, name] : tables) argv.push_back(std::string(familyName(f)) + ":" + name);
+  return argv;
+}
+
+std::optional<int> runNftHelperIfAsked(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], kNftHelperSubcommand) != 0) return std::nullopt;
+  std::vector<ScopedTable> scope;
+  for (int i = 2; i < argc; ++i) {
+    ScopedTable t;
+    if (!parseScopeArg(argv[i], &t)) {
+      std::fprintf(stderr, "nft helper: bad table argument %s (want ip:NAME or ip6:NAME)\n", argv[i]);
+      return 2;
+    }
+    scope.push_back(t);
+  }
+  return serve(scope);
+}
+
+}  // namespace kpn::nft

@@ -1,0 +1,44 @@
+// The libnftables helper process: the daemon's own binary started with a hidden subcommand,
+// holding every libnftables context, so that a crash or exit() inside libnftables (a set written
+// by a newer nft, EMFILE when it opens its netlink socket) ends the helper, never the daemon.
+// In the helper, libnftables sees only our own tables (cache_scope.h) and sets with typeof data
+// it cannot parse are neutralised (typeof_guard.h). Core dumps are off there (a crash loop on a
+// node must not fill its disk with cores).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nft/expr.h"
+
+namespace kpn::nft {
+
+constexpr const char* kNftHelperSubcommand = "__nft-helper";
+
+enum class NftOp : char {
+  Commit = 'c',  // JSON transaction (JSON context that never lists)
+  List = 'l',    // JSON list command (its own context); the answer carries the output
+  Native = 'n',  // native syntax (start-up declarations, table deletion)
+};
+
+struct NftAnswer {
+  bool ok = false;
+  std::string output;  // list output
+  std::string error;   // libnftables' error text
+};
+
+std::string encodeNftRequest(NftOp op, const std::string& buffer);
+bool decodeNftRequest(const std::string& frame, NftOp* op, std::string* buffer);
+std::string encodeNftAnswer(const NftAnswer& a);
+std::optional<NftAnswer> decodeNftAnswer(const std::string& frame);
+
+// The command line that starts the helper from `exe` with `tables` as its cache scope.
+std::vector<std::string> nftHelperArgv(const std::string& exe, const std::vector<std::pair<Family, std::string>>& tables);
+
+// For main(): when argv names the helper subcommand, serves requests on fd 3 until EOF and returns
+// the exit status; nullopt otherwise (a normal start).
+std::optional<int> runNftHelperIfAsked(int argc, char** argv);
+
+}  // namespace kpn::nft
