@@ -315,27 +315,10 @@ TEST_CASE("NodePort addresses from CIDRs: matching local addresses, never loopba
   CHECK(env.family[0].nodePortMatchAll);
   CHECK_FALSE(env.family[1].nodePortMatchAll);
   CHECK(env.family[1].nodePortIPs.empty());
-  state::ClusterState st;
-  st.setNode(nodeA());
-  std::string t = text(st, cfg, hostA());
-  CHECK(has(t, "add rule ip kube-proxy services fib daddr type == local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports"));
-  CHECK(has(t, "add rule ip kube-proxy nodeport-endpoints-check ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports"));
-  CHECK(has(t, "add rule ip6 kube-proxy services ip6 daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"));
 }
 
-TEST_CASE("local-traffic detection per mode: cluster CIDR, the Node's pod CIDR, a bridge, an interface prefix") {
+TEST_CASE("--detect-local-mode=NodeCIDR without a Node object: no detector, and a warning") {
   render::NodeConfig cfg = cfgA();
-  state::ClusterState st;
-  st.setNode(nodeA());
-  CHECK(has(text(st, cfg), "services ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set"));
-  render::parseDetectLocal("NodeCIDR", "", "", cfg);
-  CHECK(has(text(st, cfg), "services ip daddr @cluster-ips ip saddr != 10.0.1.0/24 meta mark set"));
-  CHECK(has(text(st, cfg), "services ip6 daddr @cluster-ips ip6 saddr != fd00:10:0:1::/64 meta mark set"));
-  render::parseDetectLocal("BridgeInterface", "cni0", "", cfg);
-  CHECK(has(text(st, cfg), "services ip daddr @cluster-ips meta iifname != \"cni0\" meta mark set"));
-  render::parseDetectLocal("InterfaceNamePrefix", "", "veth", cfg);
-  CHECK(has(text(st, cfg), "services ip6 daddr @cluster-ips meta iifname != \"veth*\" meta mark set"));
-  // NodeCIDR without a Node: no detector, so no ClusterIP masquerade rule and a warning.
   render::parseDetectLocal("NodeCIDR", "", "", cfg);
   auto env = render::deriveEnvironment(cfg, nullptr, {}, {});
   CHECK(env.family[0].localKind.empty());
@@ -372,24 +355,6 @@ TEST_CASE("claims: the older service keeps a destination; deleting it hands the 
   c.update("ns1/x", x.get(), nullptr);
   CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3005)) == "ns1/y");
 }
-
-TEST_CASE("a service that lost its nodePort keeps its ClusterIP; no map key gets two verdicts") {
-  state::ClusterState st;
-  st.upsertService(lbService("a", "172.30.0.41", 3001));
-  st.upsertSlice(remoteAndLocal("a"));
-  auto b = lbService("b", "172.30.0.42", 3001);
-  b->meta.creationTimestamp = "2024-02-01T00:00:00Z";
-  st.upsertService(b);
-  st.upsertSlice(remoteAndLocal("b"));
-  std::string t = text(st, cfgA());
-  CHECK(has(t, "service-nodeports { tcp . 3001 comment \"ns1/a:p80\" : goto service-ns1/a/tcp/p80 }"));
-  CHECK(has(t, "masquerade-nodeports { tcp . 3001 }"));
-  CHECK_FALSE(has(t, "tcp . 3001 comment \"ns1/b:p80\""));
-  CHECK(has(t, "service-ips { 172.30.0.42 . tcp . 80 comment \"ns1/b:p80\" : goto service-ns1/b/tcp/p80 }"));
-  CHECK_FALSE(has(t, "192.168.99.11 . tcp . 80 comment \"ns1/b:p80\""));
-}
-
-// ---- rendering ----
 
 TEST_CASE("golden: external services render to exactly unit/golden/external-services.nft") {
   // Upstream's test world: svc1 eTP=Cluster, svc2 eTP=Local, svc3 iTP=Local, svc4 without
@@ -432,57 +397,7 @@ TEST_CASE("golden: external services render to exactly unit/golden/external-serv
 
   std::string t = text(st, cfgA(), hostA());
   checkGolden("unit/golden/external-services.nft", t);
-
-  // The semantics the golden pins down, spelled out.
-  // eTP=Cluster: external traffic is masqueraded (by the base rules) and goes to all endpoints;
-  // no chain of its own.
-  CHECK(has(t, "add rule ip kube-proxy services ip daddr . meta l4proto . th dport @masquerade-ips meta mark set meta mark | 0x00004000"));
-  CHECK(has(t, "add rule ip kube-proxy services ip daddr @nodeport-ips meta l4proto . th dport @masquerade-nodeports meta mark set meta mark | 0x00004000"));
-  CHECK(has(t, "service-ips { 1.2.3.4 . tcp . 80 comment \"ns1/svc1:p80\" : goto service-ns1/svc1/tcp/p80 }"));
-  CHECK(has(t, "masquerade-ips { 1.2.3.4 . tcp . 80 }"));
-  CHECK_FALSE(has(t, "external-ns1/svc1"));
-  // eTP=Local: pods and the node short-circuit to all endpoints; outside traffic goes local only.
-  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 ip saddr == 10.0.0.0/8 goto service-ns1/svc2/tcp/p80"));
-  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 fib saddr type == local meta mark set meta mark | 0x00004000 goto service-ns1/svc2/tcp/p80"));
-  // ...ending with the dnat over the local endpoints (no local- chain: the ClusterIP does not use one).
-  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 meta l4proto == tcp dnat ip to numgen random mod 1"));
-  CHECK_FALSE(has(t, "local-ns1/svc2"));
-  // iTP=Local: the ClusterIP goes to the local chain.
-  CHECK(has(t, "service-ips { 172.30.0.43 . tcp . 80 comment \"ns1/svc3:p80\" : goto local-ns1/svc3/tcp/p80 }"));
-  // No endpoints: every destination rejects, no chains.
-  CHECK(has(t, "no-endpoint-services { 172.30.0.44 . tcp . 80 comment \"ns1/svc4:p80\" : goto reject-chain }"));
-  CHECK(has(t, "no-endpoint-nodeports { tcp . 3004 comment \"ns1/svc4:p80\" : goto reject-chain }"));
-  CHECK_FALSE(has(t, "chain ip kube-proxy external-ns1/svc4"));
-  // eTP=Local without local endpoints: outside traffic dropped, pods still served.
-  CHECK(has(t, "no-endpoint-services { 192.168.99.55 . tcp . 80 comment \"ns1/svc5:p80\" : drop }"));
-  CHECK(has(t, "no-endpoint-nodeports { tcp . 3005 comment \"ns1/svc5:p80\" : drop }"));
-  CHECK(has(t, "service-ips { 192.168.99.55 . tcp . 80 comment \"ns1/svc5:p80\" : goto external-ns1/svc5/tcp/p80 }"));
-  CHECK_FALSE(has(t, "local-ns1/svc5"));
-  // Source ranges: only for the VIP LB IP; the node is in a range, so the VIP is an allowed source.
-  CHECK(has(t, "firewall-ips { 1.2.3.6 . tcp . 80 comment \"ns1/svc6:p80\" : goto firewall-ns1/svc6 }"));
-  CHECK(has(t, "add rule ip kube-proxy firewall-ns1/svc6 ip saddr == 1.2.3.6 return"));
-  CHECK(has(t, "add rule ip kube-proxy firewall-ns1/svc6 drop"));
-  CHECK_FALSE(has(t, "1.2.3.7"));
-  // ServiceCIDR: unallocated addresses dropped after the ClusterIP port check.
-  CHECK(has(t, "add rule ip kube-proxy cluster-ips-check ip daddr == 172.30.0.0/16 drop comment \"Drop traffic to unallocated ClusterIPs\""));
-  CHECK(has(t, "add element ip kube-proxy nodeport-ips { 192.168.0.2 }"));
-}
-
-TEST_CASE("without a range holding a node IP the VIP is not an allowed source; ranges of the other family don't apply") {
-  state::ClusterState st;
-  st.setNode(nodeA());
-  auto s = lbService("fw", "172.30.0.46", 0);
-  s->clusterIPs.push_back("fd00:172:30::46");
-  s->externalIPs.clear();
-  s->loadBalancerIngress = {{"1.2.3.6", "", ""}, {"2001:db8:5::6", "", ""}};
-  s->loadBalancerSourceRanges = {"203.0.113.0/25"};
-  st.upsertService(s);
-  std::string t = text(st, cfgA(), hostA());
-  CHECK(has(t, "add rule ip kube-proxy firewall-ns1/fw ip saddr == 203.0.113.0/25 return"));
-  CHECK_FALSE(has(t, "ip saddr == 1.2.3.6 return"));
-  // Upstream: ranges are per family; no IPv6 range means no IPv6 firewall.
-  CHECK_FALSE(has(t, "ip6 kube-proxy firewall-ns1/fw"));
-  CHECK(has(t, "no-endpoint-services { 2001:db8:5::6 . tcp . 80 comment \"ns1/fw:p80\" : goto reject-chain }"));
+  // What each path does is asserted as behaviour in unit/behaviour_external_test.cc.
 }
 
 TEST_CASE("terminating endpoints: the local set falls back on its own") {

@@ -116,30 +116,6 @@ TEST_CASE("headless, ExternalName and other proxies' services get no rules") {
   CHECK(text.find("10.96.0.8") == std::string::npos);
 }
 
-TEST_CASE("dual-stack services land in both tables, each with its own family's endpoints") {
-  state::ClusterState st;
-  st.upsertService(service("ns", "dual", {"10.96.0.7", "fd00:96::7"}, {port("p", 80)}));
-  st.upsertSlice(slice("ns", "dual-v4", "dual", {epPort("p", 80)}, {{"10.244.0.7"}}));
-  st.upsertSlice(slice("ns", "dual-v6", "dual", {epPort("p", 80)}, {{"fd00:244::7"}}, "IPv6"));
-  std::string text = renderText(st, config());
-  CHECK(text.find("add element ip kube-proxy service-ips { 10.96.0.7 . tcp . 80") != std::string::npos);
-  CHECK(text.find("add element ip6 kube-proxy service-ips { fd00:96::7 . tcp . 80") != std::string::npos);
-  CHECK(text.find(": fd00:244::7 . 80 }") != std::string::npos);
-  CHECK(text.find("add rule ip6 kube-proxy service-ns/dual/tcp/p meta l4proto == tcp dnat ip6 to") != std::string::npos);
-  CHECK(text.find("add element ip6 kube-proxy hairpin { fd00:244::7 . fd00:244::7 }") != std::string::npos);
-}
-
-TEST_CASE("masquerade-all marks every ClusterIP packet; without a cluster CIDR nothing is marked") {
-  state::ClusterState st;
-  auto cfg = config();
-  cfg.masqueradeAll = true;
-  CHECK(renderText(st, cfg).find("add rule ip kube-proxy services ip daddr @cluster-ips meta mark set meta mark | 0x00004000") != std::string::npos);
-  cfg.masqueradeAll = false;
-  cfg.clusterCidrV4.reset();
-  CHECK(renderText(st, cfg).find("services ip daddr @cluster-ips meta mark set") == std::string::npos);
-  CHECK(renderText(st, cfg).find("services ip daddr @cluster-ips ip saddr") == std::string::npos);
-}
-
 TEST_CASE("an incremental render equals a from-scratch render with the same backend slots") {
   state::ClusterState st;
   for (int i = 0; i < 30; ++i) {
