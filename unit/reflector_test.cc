@@ -304,6 +304,12 @@ TEST_CASE("API source: synced once Services and EndpointSlices listed, the Node 
     }
     CHECK(st.services.count("default/web") == 1);
     CHECK(st.slicesByService.at("default/web").count("web-1") == 1);
+    // The Node gets a short grace (a restart should not sync without it), never more.
+    for (int i = 0; i < 250 && !src.hasSynced(); i++) {
+      pollfd p{src.fd(), POLLIN, 0};
+      poll(&p, 1, 20);
+      src.processEvents();
+    }
     CHECK(src.hasSynced());
     CHECK(src.pending() == "Nodes");
     auto trig = src.takeTriggerTimes();
