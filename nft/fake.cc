@@ -150,7 +150,7 @@ RunResult FakeRunner::list(Family f, const std::string& table, ListedTable* out)
   for (const auto& [name, hook] : ti->second.chains) {
     ListedChain& lc = out->chains[name];
     lc.hook = hook;
-    for (const Rule& r : ti->second.rules.at(name)) lc.rules.push_back({r.exprJson, r.comment});
+    for (const Rule& r : ti->second.rules.at(name)) lc.rules.push_back(listedRule(r.exprJson, r.comment));
   }
   for (const auto& [name, s] : ti->second.sets) {
     ListedSet& ls = out->sets[name];

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
+#include <sstream>
 
 #include "nft/diff.h"
 #include "nft/fake.h"
@@ -24,7 +26,6 @@ namespace {
 render::NodeConfig cfgA() {
   render::NodeConfig cfg;
   cfg.nodeName = "node-a";
-  cfg.backendShards = 2;
   cfg.clusterCidrV4 = net::parseCidr("10.0.0.0/8");
   cfg.clusterCidrV6 = net::parseCidr("fd00:10::/48");
   return cfg;
@@ -307,10 +308,12 @@ TEST_CASE("a service that lost its nodePort keeps its ClusterIP; no map key gets
   st.upsertService(b);
   st.upsertSlice(remoteAndLocal("b"));
   std::string t = text(st, cfgA());
-  CHECK(has(t, "service-nodeports { tcp . 3001 comment \"ns1/a:p80\" : goto service-ns1/a/tcp/p80 }"));
-  CHECK(has(t, "masquerade-nodeports { tcp . 3001 }"));
+  CHECK(has(t, "service-nodeports { tcp . 3001 comment \"ns1/a:p80\" : goto nodeport-pick-tcp-2 }"));
+  CHECK(has(t, "masquerade-nodeports { tcp . 3001 comment \"ns1/a:p80\" }"));
+  CHECK(has(t, "nodeport-backends-tcp { 3001 . 0 comment \"ns1/a:p80\" : 10.180.0.1 . 80 }"));
+  CHECK_FALSE(has(t, "3001 . 0 comment \"ns1/b:p80\""));
   CHECK_FALSE(has(t, "tcp . 3001 comment \"ns1/b:p80\""));
-  CHECK(has(t, "service-ips { 172.30.0.42 . tcp . 80 comment \"ns1/b:p80\" : goto service-ns1/b/tcp/p80 }"));
+  CHECK(has(t, "service-ips { 172.30.0.42 . tcp . 80 comment \"ns1/b:p80\" : goto pick-tcp-2 }"));
   CHECK_FALSE(has(t, "192.168.99.11 . tcp . 80 comment \"ns1/b:p80\""));
 }
 
@@ -359,30 +362,58 @@ TEST_CASE("golden: external services render to exactly unit/golden/external-serv
   checkGolden("unit/golden/external-services.nft", t);
 
   // The semantics the golden pins down, spelled out.
-  // eTP=Cluster: external traffic is masqueraded (by the base rules) and goes to all endpoints;
-  // no chain of its own.
+  // No chain per service on the common path: base chains, the shared pick chains, and a
+  // firewall chain for the one service with source ranges.
+  {
+    std::istringstream lines(t);
+    std::set<std::string> chains;
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("add chain ip kube-proxy ", 0) == 0) chains.insert(line.substr(24, line.find(' ', 24) - 24));
+    for (const std::string& c : chains) {
+      INFO(c);
+      CHECK((c.rfind("pick-", 0) == 0 || c.rfind("nodeport-pick-", 0) == 0 || c == "firewall-ns1/svc6" ||
+             c.find('/') == std::string::npos));
+    }
+    CHECK(chains.count("pick-tcp-2"));           // svc1, svc2: both endpoints
+    CHECK(chains.count("pick-tcp-1"));           // svc3 (iTP=Local: the local one), svc5, svc6
+    CHECK(chains.count("pick-local-tcp-1"));     // svc2 from outside
+    CHECK(chains.count("nodeport-pick-local-tcp-1"));
+  }
+  CHECK(has(t, "add rule ip kube-proxy pick-tcp-2 dnat ip to ip daddr . tcp dport . numgen random mod 2 offset 0 map @backends-tcp"));
+  CHECK(has(t, "add rule ip kube-proxy nodeport-pick-tcp-2 dnat ip to tcp dport . numgen random mod 2 offset 0 map @nodeport-backends-tcp"));
+  // eTP=Cluster: external traffic is masqueraded (by the base rules) and goes to all endpoints.
   CHECK(has(t, "add rule ip kube-proxy services ip daddr . meta l4proto . th dport @masquerade-ips meta mark set meta mark | 0x00004000"));
   CHECK(has(t, "add rule ip kube-proxy services ip daddr @nodeport-ips meta l4proto . th dport @masquerade-nodeports meta mark set meta mark | 0x00004000"));
-  CHECK(has(t, "service-ips { 1.2.3.4 . tcp . 80 comment \"ns1/svc1:p80\" : goto service-ns1/svc1/tcp/p80 }"));
-  CHECK(has(t, "masquerade-ips { 1.2.3.4 . tcp . 80 }"));
-  CHECK_FALSE(has(t, "external-ns1/svc1"));
-  // eTP=Local: pods and the node short-circuit to all endpoints; outside traffic goes local only.
-  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 ip saddr == 10.0.0.0/8 goto service-ns1/svc2/tcp/p80"));
-  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 fib saddr type == local meta mark set meta mark | 0x00004000 goto service-ns1/svc2/tcp/p80"));
-  // ...ending with the dnat over the local endpoints (no local- chain: the ClusterIP does not use one).
-  CHECK(has(t, "add rule ip kube-proxy external-ns1/svc2/tcp/p80 meta l4proto == tcp dnat ip to numgen random mod 1"));
-  CHECK_FALSE(has(t, "local-ns1/svc2"));
-  // iTP=Local: the ClusterIP goes to the local chain.
-  CHECK(has(t, "service-ips { 172.30.0.43 . tcp . 80 comment \"ns1/svc3:p80\" : goto local-ns1/svc3/tcp/p80 }"));
-  // No endpoints: every destination rejects, no chains.
+  CHECK(has(t, "service-ips { 1.2.3.4 . tcp . 80 comment \"ns1/svc1:p80\" : goto pick-tcp-2 }"));
+  CHECK(has(t, "backends-tcp { 1.2.3.4 . 80 . 0 comment \"ns1/svc1:p80\" : 10.180.0.1 . 80 }"));
+  CHECK(has(t, "backends-tcp { 1.2.3.4 . 80 . 1 comment \"ns1/svc1:p80\" : 10.180.2.1 . 80 }"));
+  CHECK(has(t, "masquerade-ips { 1.2.3.4 . tcp . 80 comment \"ns1/svc1:p80\" }"));
+  // Hairpin pairs only for endpoints on this node (10.180.2.1), not for remote ones.
+  CHECK(has(t, "hairpin { 10.180.2.1 . 10.180.2.1 }"));
+  CHECK_FALSE(has(t, "10.180.0.1 . 10.180.0.1"));
+  // eTP=Local: the node's own traffic is marked and, like pods', takes all endpoints; outside
+  // traffic takes this node's endpoints.
+  CHECK(has(t, "add rule ip kube-proxy services fib saddr type == local ip daddr . meta l4proto . th dport @local-service-ips meta mark set meta mark | 0x00004000"));
+  CHECK(has(t, "add rule ip kube-proxy services fib saddr type != local ip saddr != 10.0.0.0/8 ip daddr . meta l4proto . th dport vmap @local-service-ips"));
+  CHECK(has(t, "service-ips { 5.6.7.8 . tcp . 80 comment \"ns1/svc2:p80\" : goto pick-tcp-2 }"));
+  CHECK(has(t, "local-service-ips { 5.6.7.8 . tcp . 80 comment \"ns1/svc2:p80\" : goto pick-local-tcp-1 }"));
+  CHECK(has(t, "local-backends-tcp { 5.6.7.8 . 80 . 0 comment \"ns1/svc2:p80\" : 10.180.2.1 . 80 }"));
+  CHECK(has(t, "local-service-nodeports { tcp . 3002 comment \"ns1/svc2:p80\" : goto nodeport-pick-local-tcp-1 }"));
+  CHECK(has(t, "nodeport-local-backends-tcp { 3002 . 0 comment \"ns1/svc2:p80\" : 10.180.2.1 . 80 }"));
+  // iTP=Local: the ClusterIP's slots hold the local endpoint only.
+  CHECK(has(t, "service-ips { 172.30.0.43 . tcp . 80 comment \"ns1/svc3:p80\" : goto pick-tcp-1 }"));
+  CHECK(has(t, "backends-tcp { 172.30.0.43 . 80 . 0 comment \"ns1/svc3:p80\" : 10.180.2.1 . 80 }"));
+  CHECK_FALSE(has(t, "172.30.0.43 . 80 . 1"));
+  // No endpoints: every destination rejects.
   CHECK(has(t, "no-endpoint-services { 172.30.0.44 . tcp . 80 comment \"ns1/svc4:p80\" : goto reject-chain }"));
   CHECK(has(t, "no-endpoint-nodeports { tcp . 3004 comment \"ns1/svc4:p80\" : goto reject-chain }"));
-  CHECK_FALSE(has(t, "chain ip kube-proxy external-ns1/svc4"));
-  // eTP=Local without local endpoints: outside traffic dropped, pods still served.
+  CHECK_FALSE(has(t, "172.30.0.44 . 80 . 0"));
+  // eTP=Local without local endpoints: outside traffic returns undnatted and is dropped after
+  // DNAT; pods and the node are still served by all endpoints.
+  CHECK(has(t, "local-service-ips { 192.168.99.55 . tcp . 80 comment \"ns1/svc5:p80\" : return }"));
   CHECK(has(t, "no-endpoint-services { 192.168.99.55 . tcp . 80 comment \"ns1/svc5:p80\" : drop }"));
   CHECK(has(t, "no-endpoint-nodeports { tcp . 3005 comment \"ns1/svc5:p80\" : drop }"));
-  CHECK(has(t, "service-ips { 192.168.99.55 . tcp . 80 comment \"ns1/svc5:p80\" : goto external-ns1/svc5/tcp/p80 }"));
-  CHECK_FALSE(has(t, "local-ns1/svc5"));
+  CHECK(has(t, "service-ips { 192.168.99.55 . tcp . 80 comment \"ns1/svc5:p80\" : goto pick-tcp-1 }"));
   // Source ranges: only for the VIP LB IP; the node is in a range, so the VIP is an allowed source.
   CHECK(has(t, "firewall-ips { 1.2.3.6 . tcp . 80 comment \"ns1/svc6:p80\" : goto firewall-ns1/svc6 }"));
   CHECK(has(t, "add rule ip kube-proxy firewall-ns1/svc6 ip saddr == 1.2.3.6 return"));
@@ -448,7 +479,7 @@ TEST_CASE("incremental renders equal from-scratch ones through policy changes, c
   st.changedServices.clear();
 
   for (int step = 0; step < 6; ++step) {
-    render::BackendSlots before = inc.slots();
+    render::BackendOrders before = inc.slots();
     std::string a = "svc" + std::to_string(step), b = "svc" + std::to_string(step + 6);
     // Move endpoints between nodes (local sets change), flip a policy, delete an older claimant.
     std::vector<Ep> eps;
@@ -602,32 +633,33 @@ TEST_CASE("health-check index: kept up from each sync's changes, it equals a fro
   CHECK(index.ports().empty());
 }
 
-TEST_CASE("restart: local- ranges are adopted too, so an external state reconciles to nothing") {
+TEST_CASE("restart: the slot orders of every destination are adopted, so an external state reconciles to nothing") {
   FakePipeline p(cfgA());
   p.renderer.setHostAddresses(hostA());
   state::ClusterState st;
   st.setNode(nodeA());
+  auto local = [](const std::string& ip) { return Ep{ip, true, true, false, "node-a"}; };
+  const Ep remote{"10.180.0.1", true, true, false, "node-b"};
   st.upsertService(lbService("etp", "172.30.0.41", 3001, "Local"));
-  st.upsertSlice(remoteAndLocal("etp"));
+  st.upsertSlice(slice("ns1", "etp-1", "etp", {epPort("p80", 80)}, {remote, local("10.180.2.1"), local("10.180.2.2"), local("10.180.2.3")}));
   st.upsertService(lbService("itp", "172.30.0.42", 3002, "Cluster", "Local"));
-  st.upsertSlice(slice("ns1", "itp-1", "itp", {epPort("p80", 80)},
-                       {{"10.180.0.7", true, true, false, "node-a"}, {"10.180.0.8", true, true, false, "node-a"}}));
-  // Grow a local set past its first range, so its slot is no longer where a fresh render puts it.
+  st.upsertSlice(slice("ns1", "itp-1", "itp", {epPort("p80", 80)}, {local("10.180.0.7"), local("10.180.0.8"), local("10.180.0.9")}));
   p.sync(st);
-  st.upsertSlice(slice("ns1", "etp-1", "etp", {epPort("p80", 80)},
-                       {{"10.180.0.1", true, true, false, "node-b"}, {"10.180.2.1", true, true, false, "node-a"},
-                        {"10.180.2.2", true, true, false, "node-a"}, {"10.180.2.3", true, true, false, "node-a"},
-                        {"10.180.2.4", true, true, false, "node-a"}, {"10.180.2.5", true, true, false, "node-a"}}));
+  // Remove the first endpoints: the last ones move into their slots, so the orders are no longer
+  // the sorted ones a fresh render would choose.
+  st.upsertSlice(slice("ns1", "etp-1", "etp", {epPort("p80", 80)}, {remote, local("10.180.2.2"), local("10.180.2.3")}));
+  st.upsertSlice(slice("ns1", "itp-1", "itp", {epPort("p80", 80)}, {local("10.180.0.8"), local("10.180.0.9")}));
   p.sync(st);
+  CHECK(p.kernel.tables["ip kube-proxy"].sets["local-backends-tcp"].elements.at("{\"concat\":[\"1.2.3.4\",80,0]}").first ==
+        "{\"concat\":[\"10.180.2.3\",80]}");
   std::vector<nft::ListedTable> listed(2);
   p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
   p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
   render::Renderer fresh(cfgA());
   fresh.setHostAddresses(hostA());
   fresh.adoptSlots(listed);
-  // Every range where it was (the free list of the outgrown range is not in the kernel to adopt).
-  CHECK(fresh.slots().slots() == p.renderer.slots().slots());
   auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
+  CHECK(fresh.slots() == p.renderer.slots());
   CHECK_FALSE(plan.needsFull);
   CHECK(plan.txn.empty());
 }

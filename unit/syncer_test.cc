@@ -12,7 +12,6 @@ using namespace kpn::testing;
 TEST_CASE("syncer: lastChanges names an incremental sync's services, and is null after start-up and after a failure") {
   render::NodeConfig cfg;
   cfg.nodeName = "node-a";
-  cfg.backendShards = 2;
   render::Renderer renderer(cfg);
   nft::FakeRunner kernel;
   sync::Syncer syncer(renderer, kernel);
