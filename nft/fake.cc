@@ -37,7 +37,7 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
     else if (!tables.count(tk)) return fail("No such file or directory (table " + tk + ")");
     else if (op.verb == Verb::Flush) {
       for (auto& [name, rules] : tables[tk].rules) rules.clear();
-      for (auto& [name, s] : tables[tk].sets) s.elements.clear();
+      for (auto& [name, s] : tables[tk].sets) s.elements.clear(), s.comments.clear();
     } else {
       tables.erase(tk);
     }
@@ -102,11 +102,14 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
           if (!t.chains.count(ref)) return fail("No such file or directory (goto " + ref + ")");
         if (have != s->second.elements.end() && have->second.first != value)
           return fail("File exists (element " + e.keyText() + " in " + op.name + ")");
+        // As the kernel: re-adding an element that exists keeps it as it is (its comment too).
+        if (have == s->second.elements.end() && !e.comment.empty()) s->second.comments[e.key] = e.comment;
         s->second.elements[e.key] = {value, std::move(chainRefs)};
       } else {
         if (have == s->second.elements.end())
           return fail("No such file or directory (element " + e.keyText() + " in " + op.name + ")");
         s->second.elements.erase(have);
+        s->second.comments.erase(e.key);
       }
       return {};
     }
@@ -158,6 +161,7 @@ RunResult FakeRunner::list(Family f, const std::string& table, ListedTable* out)
     ls.keyType = s.decl.typeofSpec.empty() ? s.decl.keyType : std::vector<std::string>{"integer"};
     ls.dataType = s.decl.dataType;
     for (const auto& [key, v] : s.elements) ls.elements[key] = v.first;
+    for (const auto& [key, c] : s.comments) ls.comments[key] = c;
   }
   return {};
 }

@@ -41,6 +41,13 @@ const rapidjson::Value& unwrapKey(const rapidjson::Value& k) {
   return k;
 }
 
+std::string elementComment(const rapidjson::Value& k) {
+  if (!k.IsObject()) return "";
+  auto e = k.FindMember("elem");
+  if (e == k.MemberEnd() || !e->value.IsObject()) return "";
+  return str(e->value, "comment");
+}
+
 // [..., {"dnat":{"family":..,"addr":{"map":{"key":K,"data":"@M"}}}}] where K is a numgen or a
 // concat ending with one.
 std::optional<ListedNumgenDnat> numgenDnatOf(const rapidjson::Value& expr) {
@@ -132,11 +139,11 @@ std::optional<ListedTable> parseListing(const std::string& json, std::string* er
       if (isMap) ls.dataType = str(s, "map");
       if (!s.HasMember("elem") || !s["elem"].IsArray()) continue;
       for (auto& e : s["elem"].GetArray()) {
-        if (isMap && e.IsArray() && e.Size() == 2) {
-          ls.elements[compact(unwrapKey(e[0]))] = compact(e[1]);
-        } else {
-          ls.elements[compact(unwrapKey(e))] = "";
-        }
+        const rapidjson::Value& wrapped = isMap && e.IsArray() && e.Size() == 2 ? e[0] : e;
+        std::string key = compact(unwrapKey(wrapped));
+        std::string comment = elementComment(wrapped);
+        if (!comment.empty()) ls.comments[key] = std::move(comment);
+        ls.elements[std::move(key)] = isMap && e.IsArray() && e.Size() == 2 ? compact(e[1]) : "";
       }
     }
   }

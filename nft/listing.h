@@ -48,6 +48,7 @@ struct ListedSet {
   std::vector<std::string> keyType;  // as listed; "integer" for our typeof maps
   std::string dataType;              // "verdict", or e.g. "ipv4_addr . inet_service"
   std::map<std::string, std::string, std::less<>> elements;  // key json -> value json ("" for sets)
+  std::map<std::string, std::string, std::less<>> comments;  // key json -> comment, for elements with one
 };
 
 struct ListedTable {

@@ -27,7 +27,7 @@ class Renderer {
   // Renders everything. With `changed` (service keys), services outside it reuse their previous
   // parts; without it, every service is rendered again. The Node object, the ServiceCIDRs and the
   // host addresses are compared with the previous render's: a change the base chains alone see
-  // re-renders just the base part; one the services see (pod CIDR detector, node IP) all of them.
+  // re-renders just the base part; one the services see (a node IP) all of them.
   // Services that win or lose a contested destination through a change are re-rendered too.
   // The reference stays valid (and unchanged) until the next render: callers that keep a result
   // copy it, so a one-service change does not pay for copying 10k Parts before its commit.
