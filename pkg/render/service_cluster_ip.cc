@@ -12,7 +12,7 @@ void addClusterIPPath(PartBuilder& b, const ServiceContext& s, const PortPlan& p
   if (order) {
     dispatchTo(b, p, KeySpace::Address, addressSlotPrefix(s.clusterIP, p.sp.port), key, kServiceIPs, *order);
   } else if (p.hasEndpoints()) {
-    verdictFor(b, p, kNoEndpointServices, key, dropVerdict());
+    verdictFor(b, p, kNoEndpointServices, key, nft::dropVerdict());
   } else {
     verdictFor(b, p, kNoEndpointServices, key, nft::gotoVerdict(kRejectChain));
   }

@@ -23,9 +23,6 @@ std::string destinationId(KeySpace space, api::Protocol proto, const std::vector
   return id;
 }
 
-Expr dropVerdict() { return {"{\"drop\":null}", "drop"}; }
-Expr returnVerdict() { return {"{\"return\":null}", "return"}; }
-
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<Expr>& dest,
                 const Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order) {
   const std::string map = backendsMapName(space, p.sp.protocol);

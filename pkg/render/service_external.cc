@@ -42,8 +42,8 @@ void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p
     } else if (p.local) {
       dispatchTo(b, p, local, d.slots, d.dispatchKey, localDispatch, *p.local);
     } else {
-      verdictFor(b, p, localDispatch, d.dispatchKey, returnVerdict());
-      verdictFor(b, p, noEndpoint, d.dispatchKey, dropVerdict());
+      verdictFor(b, p, localDispatch, d.dispatchKey, nft::returnVerdict());
+      verdictFor(b, p, noEndpoint, d.dispatchKey, nft::dropVerdict());
     }
   }
 }

@@ -64,11 +64,9 @@ std::string destinationId(KeySpace space, api::Protocol proto, const std::vector
 // sends it to the pick chain of that many endpoints.
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<nft::Expr>& dest,
                 const nft::Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order);
-// A verdict (drop, return, goto reject-chain) for a key of a map.
+// A verdict (nft::dropVerdict(), returnVerdict(), gotoVerdict(reject-chain)) for a key of a map.
 void verdictFor(PartBuilder& b, const PortPlan& p, const std::string& map, const nft::Expr& key,
                 const nft::Expr& verdict);
-nft::Expr dropVerdict();
-nft::Expr returnVerdict();
 // Hairpin pairs for the endpoints of `eps` that can reach themselves through this node.
 void addHairpins(PartBuilder& b, const std::vector<EndpointChoice>& eps);
 
