@@ -472,6 +472,8 @@ class Bench:
                     self.binary = self.a.binary
                 if r is None:
                     continue
+                # A series without cold rounds of its own (the flat sizes) starts its cold entry here.
+                self.results["cold"].setdefault(label, {"services": None, "endpoints_per_service": None, "runs": []})
                 self.results["cold"][label]["runs"].append(r)
                 summarize_cold(self.results["cold"][label])
                 say_cold(label, len(self.results["cold"][label]["runs"]) - 1, r)

@@ -149,6 +149,10 @@ def test_no_endpoints_and_unknown_ports_are_refused_and_ignored_services_get_no_
         service("otherproxy-svc", [("http", 80, "TCP", 8080)], ["10.96.0.43"],
                 labels={"service.kubernetes.io/service-proxy-name": "someone-else"}),
         endpoint_slice("otherproxy-svc", [ep.v4], [("http", 8080, "TCP")]),
+        # Issue 11 defect 4: an empty value is still the label (upstream's `!label` selector).
+        service("emptyproxy-svc", [("http", 80, "TCP", 8080)], ["10.96.0.44"],
+                labels={"service.kubernetes.io/service-proxy-name": ""}),
+        endpoint_slice("emptyproxy-svc", [ep.v4], [("http", 8080, "TCP")]),
     ])
     lab.start_daemon()
     cli = lab.agent(client)
@@ -170,11 +174,12 @@ def test_no_endpoints_and_unknown_ports_are_refused_and_ignored_services_get_no_
     for fam in ("ip", "ip6"):
         table = lab.table(fam)
         assert table, f"table {fam} kube-proxy missing"
-        for name in ("headless-svc", "extname-svc", "otherproxy-svc"):
+        for name in ("headless-svc", "extname-svc", "otherproxy-svc", "emptyproxy-svc"):
             assert name not in table, f"{name} must get no rules, but table {fam} mentions it"
-    assert "10.96.0.43" not in lab.table("ip")
+    assert "10.96.0.43" not in lab.table("ip") and "10.96.0.44" not in lab.table("ip")
     # the other proxy's service is not ours: no rule answers it, nothing forwards it anywhere
     assert cli.tcp("10.96.0.43", 80, timeout=0.5).startswith("ERR:")
+    assert cli.tcp("10.96.0.44", 80, timeout=0.5).startswith("ERR:")
 
 
 def test_endpoint_conditions_choose_ready_then_serving_terminating_endpoints(lab):

@@ -120,3 +120,40 @@ def test_missing_source_flag_exits_2_with_one_line_naming_manifests(lab):
     assert p.returncode == 2, f"exit {p.returncode}, stderr: {p.stderr[-2000:]}"
     assert len(lines) == 1 and "--manifests" in lines[0], f"want one line naming --manifests: {lines}"
     assert lab.nft("list", "ruleset").strip() == "", "a refused start must not touch nftables"
+
+
+def test_maximal_names_serve_traffic_and_every_ruleset_text_loads_with_nft_f(lab):
+    """Issue 11 defects 1 and 3: a 63-character namespace, name and port name (a DNS-1123 label
+    port name, longer than the 15 of an IANA name) is served, and the comments it makes stay within
+    nft's 128 bytes: the --dry-run output and an operator's `nft list ruleset > f; nft -f f` load."""
+    ns, name = "n" * 63, "s" * 63
+    ports = [("p" * 63, 80, "TCP", 8080), ("p" * 62 + "q", 81, "TCP", 8080), ("http-metrics-port", 82, "TCP", 8080)]
+    pod = lab.add_pod("client")
+    (ep,) = lab.add_backends(1, tcp=[8080], udp=[])
+    lab.manifests.write("node.yaml", node_object())
+    lab.manifests.write("max.yaml", [
+        service(name, ports, ["10.96.4.1"], namespace=ns, type="LoadBalancer",
+                lb_ingress=["192.0.2.41"], source_ranges=["10.0.0.0/8"]),
+        endpoint_slice(name, [ep.v4], [(p[0], 8080, "TCP") for p in ports], namespace=ns),
+    ])
+    p = sh([netlab.BIN, f"--manifests={lab.manifests.path}", "--dry-run"] + BASE, ns=lab.node,
+           check=False, timeout=30)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert ns + "/" + name + ":" + "p" * 63 not in p.stdout  # 191 bytes: shortened
+    dry_ns = lab.add_pod("dry").ns
+    load = sh(["nft", "-f", "-"], ns=dry_ns, input=p.stdout, check=False)
+    assert load.returncode == 0, f"nft -f of the --dry-run output failed:\n{load.stderr[-3000:]}"
+
+    lab.start_daemon()
+    cli = lab.agent(pod)
+    for port in (80, 81, 82):
+        netlab.expect_answers(cli, "10.96.4.1", port, {ep.v4}, {pod.v4}, n=2, what=f"port {port}")
+    saved = os.path.join(lab.tmp, "saved.nft")
+    with open(saved, "w") as f:
+        f.write(lab.nft("list", "ruleset"))
+    fresh = lab.add_pod("fresh").ns
+    load = sh(["nft", "-f", saved], ns=fresh, check=False)
+    assert load.returncode == 0, f"nft -f of `nft list ruleset` failed:\n{load.stderr[-3000:]}"
+    comments = re.findall(r'comment "([^"]*)"', sh(["nft", "list", "ruleset"], ns=fresh).stdout)
+    assert comments and max(len(c) for c in comments) <= 128, comments
+    assert len({c for c in comments if c.startswith(ns)}) >= 4, comments

@@ -295,3 +295,24 @@ def test_service_cidrs_from_the_api_server_drop_unallocated_addresses(lab):
     expect_answers(cli, "10.96.200.99", 80, {"10.96.200.99"}, {pod.v4}, n=2, what="ServiceCIDR deleted")
     lists = [r["path"] for r in daemon_requests(api) if not r["watch"]]
     assert any(p.startswith("/apis/networking.k8s.io/v1/servicecidrs?") for p in lists), lists
+
+
+def test_403_on_nodes_still_programs_services_and_the_node_refines_later(lab):
+    """Issue 11 defect 7: custom RBAC without nodes access. Upstream's first sync waits for
+    Services and EndpointSlices only; the Node arrives when the server lets it."""
+    api = ApiServer(lab)
+    client = lab.add_pod("client")
+    (a,) = lab.add_backends(1, tcp=[8080], udp=[])
+    api.create([node_object()] + web("web", "10.96.3.1", [a]))
+    api.fail(403, count=100000, match="/api/v1/nodes")
+    d = start_with_kubeconfig(lab, api)
+    wait_for(lambda: any(r["status"] == 403 and r["path"].startswith("/api/v1/nodes")
+                         for r in daemon_requests(api)), 15, "a 403 on the nodes list")
+    assert who_answers(lab.agent(client), "10.96.3.1") == ({a.v4}, [])
+    err = d.stderr()
+    assert "403 Forbidden" in err, err[-3000:]
+    assert re.search(r"syncing before Nodes(, ServiceCIDRs)? listed", err), err[-3000:]
+    # The permission is granted: the Node lists and refines the ruleset; the service keeps working.
+    api.fail(403, count=0)
+    wait_for(lambda: "Nodes listed from" in d.stderr(), 45, "the Node listed once allowed")
+    assert who_answers(lab.agent(client), "10.96.3.1") == ({a.v4}, [])

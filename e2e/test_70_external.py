@@ -180,8 +180,8 @@ def test_load_balancer_ingress_ip_mode_proxy(lab):
 
 def test_nodeport_and_external_ip_conflicts_and_bad_input(lab):
     """Two services claiming one nodePort (and one external IP:port): the older keeps it, the
-    other is logged and keeps the rest; deleting the older hands the port over. A bad nodePort,
-    a bad source range and a bad external IP are dropped alone."""
+    other is logged and keeps the rest; deleting the older hands the port over. A bad nodePort and
+    a bad external IP are dropped alone; a bad source range closes the LB IP (never opens it)."""
     client = lab.add_external_client()
     old_ep, new_ep, other_ep = lab.add_backends(3, tcp=[80], udp=[])
     m = lab.manifests
@@ -204,11 +204,12 @@ def test_nodeport_and_external_ip_conflicts_and_bad_input(lab):
     expect_answers(ext, "10.96.0.42", 80, {new_ep.v4}, node_addrs, n=3, what="the newer service's ClusterIP works")
     log = d.stderr()
     assert "default/newer: nodePort tcp/30001 is already used by Service default/older" in log, d.tail()
-    # The bad service: its ClusterIP, its valid external IP and LB IP work; its valid range applies.
+    # The bad service: its ClusterIP and its valid external IP work; the unreadable source range
+    # keeps its LB IP closed to every source (issue 11 defect 2), the allowed one included.
     expect_answers(ext, "10.96.0.43", 80, {other_ep.v4}, node_addrs, n=3, what="bad nodePort: ClusterIP kept")
     expect_answers(ext, "198.51.100.21", 80, {other_ep.v4}, node_addrs, n=3, what="the valid external IP")
-    expect_answers(ext, LB_V4, 80, {other_ep.v4}, node_addrs, n=3, what="LB IP, allowed source")
-    expect_dropped(ext, LB_V4, 80, bind=client.v4_blocked, what="the valid source range applies")
+    expect_dropped(ext, LB_V4, 80, what="LB IP with an unreadable range: closed even to a listed source")
+    expect_dropped(ext, LB_V4, 80, bind=client.v4_blocked, what="LB IP with an unreadable range: closed")
     for text in ("nodePort 70000 out of range", "\"198.51.100.999\" is not an IP address",
                  "\"not-a-cidr\" is not a CIDR"):
         assert text in log, f"missing warning {text!r}\n{d.tail()}"
@@ -217,6 +218,33 @@ def test_nodeport_and_external_ip_conflicts_and_bad_input(lab):
         m.delete("b-old.yaml")
     expect_answers(ext, NODE_V4, 30001, {new_ep.v4}, node_addrs, n=6, what="the older service gone: the newer takes over")
     expect_answers(ext, EXT_V4, 80, {new_ep.v4}, node_addrs, n=6, what="external IP handed over")
+    assert not d.failed_syncs()
+
+
+def test_leading_zero_addresses_are_read_and_an_unreadable_source_range_never_opens_the_lb(lab):
+    """Issue 11 defect 2: objects from before Kubernetes 1.20 may spell IPv4 octets with leading
+    zeros; upstream reads them as decimal. A source range that cannot be read at all must not
+    leave the LoadBalancer open to everyone: its LB IP admits no source until it is fixed."""
+    client = lab.add_external_client()
+    ep, ep2 = lab.add_backends(2, tcp=[80], udp=[])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("legacy.yaml", [service("legacy", [("p80", 80, "TCP", 80)], ["10.96.0.044"], type="LoadBalancer",
+                                    lb_ingress=[LB_V4], source_ranges=["0203.0.113.0/25"]),
+                            endpoint_slice("legacy", [".".join("%03d" % int(o) for o in ep.v4.split("."))],
+                                           [("p80", 80, "TCP")])])
+    m.write("onebad.yaml", [service("onebad", [("p80", 80, "TCP", 80)], ["10.96.0.45"], type="LoadBalancer",
+                                    lb_ingress=[LB_V4_2], source_ranges=["203.0.113.0/33"]),
+                            endpoint_slice("onebad", [ep2.v4], [("p80", 80, "TCP")])])
+    d = lab.start_daemon()
+    ext, node_addrs = lab.agent(client), lab.node_addresses()
+    expect_answers(ext, "10.96.0.44", 80, {ep.v4}, node_addrs, n=3, what="ClusterIP 10.96.0.044 read as 10.96.0.44")
+    expect_answers(ext, LB_V4, 80, {ep.v4}, node_addrs, n=3, what="range 0203.0.113.0/25: the client is inside")
+    expect_dropped(ext, LB_V4, 80, bind=client.v4_blocked, what="range 0203.0.113.0/25: the blocked source")
+    expect_answers(ext, "10.96.0.45", 80, {ep2.v4}, node_addrs, n=3, what="onebad: the ClusterIP still works")
+    expect_dropped(ext, LB_V4_2, 80, what="onebad: an unreadable range keeps the LB IP closed")
+    expect_dropped(ext, LB_V4_2, 80, bind=client.v4_blocked, what="onebad: closed to every source")
+    assert '"203.0.113.0/33" is not a CIDR' in d.stderr() and "admits no source" in d.stderr(), d.tail()
     assert not d.failed_syncs()
 
 

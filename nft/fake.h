@@ -21,6 +21,7 @@ class FakeRunner : public Runner {
   int commits = 0;         // successful non-empty commits
   size_t lastOps = 0;      // operations in the last commit attempt
   bool failNext = false;   // the next commit fails as a kernel rejection would
+  bool failAlways = false; // every commit fails so, until cleared
 
   struct FakeSet {
     SetDecl decl;

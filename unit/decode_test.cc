@@ -220,13 +220,105 @@ TEST_CASE("port fields are checked: protocol spelling, port names, duplicates") 
   };
   CHECK(errorOf("  - {port: 80, protocol: tcp}\n").find("\"tcp\" is not TCP, UDP or SCTP") != std::string::npos);
   CHECK(errorOf("  - {port: 80, name: HTTP}\n").find("spec.ports[0].name \"HTTP\"") != std::string::npos);
-  CHECK(errorOf("  - {port: 80, name: much-too-long-name}\n").find("spec.ports[0].name") != std::string::npos);
+  CHECK(errorOf("  - {port: 80, name: " + std::string(64, 'a') + "}\n").find("spec.ports[0].name") != std::string::npos);
+  CHECK(errorOf("  - {port: 80, name: -http}\n").find("spec.ports[0].name") != std::string::npos);
+  CHECK(errorOf("  - {port: 80, name: http-}\n").find("spec.ports[0].name") != std::string::npos);
+  CHECK(errorOf("  - {port: 80, name: http_x}\n").find("spec.ports[0].name") != std::string::npos);
   CHECK(errorOf("  - {port: 80, name: a}\n  - {port: 81, name: a}\n").find("spec.ports[1].name \"a\" is not unique") !=
         std::string::npos);
   CHECK(errorOf("  - {port: 80}\n  - {port: 81, name: b}\n").find("spec.ports[0].name") != std::string::npos);
   // Quoted numbers are strings in YAML, as for the API server.
   CHECK(errorOf("  - {port: \"80\"}\n").find("must be an integer, got the string \"80\"") != std::string::npos);
-  CHECK(errorOf("  - {port: 80, targetPort: \"no spaces\"}\n").find("targetPort") != std::string::npos);
+}
+
+// Defect 1 of issue 11: every rule below is the API server's (pkg/apis/core/validation and
+// pkg/apis/discovery/validation), tested just inside and just outside its boundary.
+TEST_CASE("Service port names are DNS-1123 labels, as the API server checks them") {
+  auto portsOf = [](const std::string& ports) {
+    auto out = decodeYaml("kind: Service\nmetadata: {name: p}\nspec:\n  ports:\n" + ports);
+    CHECK(out.errors.empty());
+    return out.services.empty() ? std::vector<ServicePort>{} : out.services[0].ports;
+  };
+  CHECK(portsOf("  - {port: 80, name: http-metrics-port}\n").at(0).name == "http-metrics-port");
+  CHECK(portsOf("  - {port: 80, name: " + std::string(63, 'a') + "}\n").at(0).name == std::string(63, 'a'));
+  CHECK(portsOf("  - {port: 80, name: a--b}\n").at(0).name == "a--b");
+  CHECK(portsOf("  - {port: 80, name: \"80\"}\n").at(0).name == "80");
+  CHECK(portsOf("  - {port: 80, name: a}\n  - {port: 81, name: b}\n").size() == 2);
+}
+
+TEST_CASE("port numbers: 1..65535 for port, 0..65535 for nodePort, just inside and just outside") {
+  auto decodePorts = [](const std::string& port) { return decodeYaml("kind: Service\nmetadata: {name: p}\nspec:\n  ports:\n  - " + port + "\n"); };
+  CHECK(decodePorts("{port: 1}").services.at(0).ports.at(0).port == 1);
+  CHECK(decodePorts("{port: 65535}").services.at(0).ports.at(0).port == 65535);
+  CHECK(decodePorts("{port: 0}").services.empty());
+  CHECK(decodePorts("{port: 65536}").services.empty());
+  CHECK(decodePorts("{port: 80, nodePort: 65535}").services.at(0).ports.at(0).nodePort == 65535);
+  auto farNodePort = decodePorts("{port: 80, nodePort: 65536}");
+  CHECK(farNodePort.services.at(0).ports.at(0).nodePort == 0);
+  CHECK(anyContains(farNodePort.warnings, "nodePort dropped"));
+}
+
+TEST_CASE("a bad targetPort costs only the targetPort: the proxy takes endpoint ports from slices") {
+  auto decodeTarget = [](const std::string& target) {
+    return decodeYaml("kind: Service\nmetadata: {name: p}\nspec:\n  ports:\n  - {port: 80, targetPort: " + target + "}\n");
+  };
+  CHECK(decodeTarget("abcdefghijklmno").services.at(0).ports.at(0).targetPort == "abcdefghijklmno");
+  auto tooLong = decodeTarget("abcdefghijklmnop");
+  REQUIRE(tooLong.services.size() == 1);
+  CHECK(tooLong.services[0].ports[0].targetPort.empty());
+  CHECK(anyContains(tooLong.warnings, "targetPort dropped"));
+  for (const char* bad : {"\"no spaces\"", "a--b", "\"8080\"", "65536"}) {
+    CAPTURE(bad);
+    auto out = decodeTarget(bad);
+    CHECK(out.services.size() == 1);
+    CHECK(anyContains(out.warnings, "targetPort dropped"));
+  }
+  CHECK(decodeTarget("65535").services.at(0).ports.at(0).targetPort == "65535");
+  CHECK(decodeTarget("0").services.at(0).ports.at(0).targetPort.empty());
+  CHECK(decodeTarget("\"\"").services.at(0).ports.at(0).targetPort.empty());
+}
+
+TEST_CASE("Service names are DNS-1123 labels (RelaxedServiceNameValidation): 63 inside, 64 outside") {
+  CHECK(decodeYaml(serviceYaml("1st-web")).services.size() == 1);
+  CHECK(decodeYaml(serviceYaml(std::string(63, 'w'))).services.size() == 1);
+  auto tooLong = decodeYaml(serviceYaml(std::string(64, 'w')));
+  CHECK(tooLong.services.empty());
+  CHECK(anyContains(tooLong.errors, "metadata.name"));
+  CHECK(decodeYaml(serviceYaml("web.x")).services.empty());
+}
+
+TEST_CASE("sessionAffinity timeoutSeconds: 1..86400") {
+  auto withTimeout = [](int t) {
+    return decodeYaml(serviceYaml("a", "  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: " +
+                                           std::to_string(t) + "}}\n"));
+  };
+  CHECK(withTimeout(1).services.at(0).sessionAffinityTimeoutSeconds == 1);
+  CHECK(withTimeout(86400).services.at(0).sessionAffinityTimeoutSeconds == 86400);
+  CHECK(withTimeout(0).services.empty());
+  CHECK(withTimeout(86401).services.empty());
+}
+
+TEST_CASE("EndpointSlice ports: DNS-1123 names up to 63; a port number the proxy cannot use drops that port only") {
+  auto sliceWith = [](const std::string& ports, const std::string& service = "web") {
+    return decodeYaml("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: s\n  labels: "
+                      "{kubernetes.io/service-name: " + service + "}\naddressType: IPv4\nports:\n" + ports +
+                      "endpoints:\n- addresses: [10.1.0.1]\n");
+  };
+  CHECK(sliceWith("- {name: " + std::string(63, 'p') + ", port: 1}\n").slices.at(0).ports.at(0).name == std::string(63, 'p'));
+  CHECK(sliceWith("- {name: " + std::string(64, 'p') + ", port: 1}\n").slices.empty());
+  CHECK(sliceWith("- {name: a--b, port: 65535}\n").slices.at(0).ports.at(0).port == 65535);
+  for (const char* bad : {"0", "65536", "-1"}) {
+    CAPTURE(bad);
+    auto out = sliceWith(std::string("- {name: bad, port: ") + bad + "}\n- {name: good, port: 8080}\n");
+    REQUIRE(out.slices.size() == 1);
+    REQUIRE(out.slices[0].ports.size() == 1);
+    CHECK(out.slices[0].ports[0].name == "good");
+    CHECK(out.slices[0].endpoints.size() == 1);
+    CHECK(anyContains(out.warnings, "port dropped"));
+  }
+  // The service-name label names a Service: a DNS-1123 label (digits first allowed).
+  CHECK(sliceWith("- {name: a, port: 1}\n", "1st-web").slices.at(0).serviceName == "1st-web");
+  CHECK(sliceWith("- {name: a, port: 1}\n", "Web").slices.empty());
 }
 
 TEST_CASE("names that are not DNS-1123 are refused: they would end up in chain names") {
@@ -401,6 +493,29 @@ spec: {podCIDR: 10.244.2.7/24}
   CHECK(out.nodes[1].podCIDRs == std::vector<std::string>{"10.244.2.0/24"});
 }
 
+TEST_CASE("a Node decodes what /healthz needs: deletionTimestamp and taint keys; a bad taint costs only itself") {
+  auto out = decodeYaml(R"(
+kind: Node
+metadata: {name: node-a, deletionTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  taints:
+  - {key: ToBeDeletedByClusterAutoscaler, value: "1700000000", effect: NoSchedule}
+  - {key: [not, a, string]}
+  - {key: node.kubernetes.io/unschedulable, effect: NoSchedule}
+---
+kind: Node
+metadata: {name: node-b, deletionTimestamp: null}
+)");
+  CHECK(out.errors.empty());
+  REQUIRE(out.nodes.size() == 2);
+  CHECK(out.nodes[0].deletionTimestamp == "2026-01-01T00:00:00Z");
+  CHECK(out.nodes[0].taintKeys ==
+        std::vector<std::string>{"ToBeDeletedByClusterAutoscaler", "node.kubernetes.io/unschedulable"});
+  CHECK(anyContains(out.warnings, "spec.taints[1].key"));
+  CHECK(out.nodes[1].deletionTimestamp.empty());
+  CHECK(out.nodes[1].taintKeys.empty());
+}
+
 TEST_CASE("a syntax error fails the whole text and leaves the output untouched") {
   DecodedObjects out;
   out.errors.push_back("earlier");
@@ -477,12 +592,18 @@ TEST_CASE("name validators follow the Kubernetes rules") {
   CHECK(isDns1123Subdomain("a.b-c.d"));
   CHECK_FALSE(isDns1123Subdomain("a..b"));
   CHECK_FALSE(isDns1123Subdomain(std::string(254, 'a')));
-  CHECK_FALSE(isDns1035Label("1abc"));
-  CHECK(isServicePortName(""));
-  CHECK(isServicePortName("http-2"));
-  CHECK_FALSE(isServicePortName("80"));
-  CHECK_FALSE(isServicePortName("a--b"));
-  CHECK_FALSE(isServicePortName("abcdefghijklmnop"));
+  CHECK(isDns1123Label("1abc"));
+  CHECK(isDns1123Label("a--b"));
+  CHECK_FALSE(isDns1123Label("-a"));
+  CHECK_FALSE(isDns1123Label("a-"));
+  CHECK_FALSE(isDns1123Label(""));
+  CHECK(isDns1123Subdomain(std::string(253, 'a')));
+  CHECK_FALSE(isIanaServiceName(""));
+  CHECK(isIanaServiceName("http-2"));
+  CHECK(isIanaServiceName("abcdefghijklmno"));
+  CHECK_FALSE(isIanaServiceName("80"));
+  CHECK_FALSE(isIanaServiceName("a--b"));
+  CHECK_FALSE(isIanaServiceName("abcdefghijklmnop"));
 }
 
 TEST_CASE("Service equality sees every field") {

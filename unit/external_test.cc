@@ -119,6 +119,7 @@ status:
   CHECK(s.ports[1].nodePort == 30081);
   CHECK(s.externalIPs == std::vector<std::string>{"192.0.2.7"});
   CHECK(s.loadBalancerSourceRanges == std::vector<std::string>{"203.0.113.0/25", "10.0.0.0/8"});
+  CHECK(s.sourceRangeUnreadable);  // "bogus" closes the firewall instead of being forgotten
   CHECK(s.healthCheckNodePort == 0);
   REQUIRE(s.loadBalancerIngress.size() == 2);
   CHECK(s.loadBalancerIngress[0].ipMode == "Proxy");
@@ -127,11 +128,85 @@ status:
   for (const auto& w : out.warnings) all += w + "\n";
   CHECK(has(all, "Service prod/web: spec.ports[0].nodePort 70000 out of range (0..65535); nodePort dropped"));
   CHECK(has(all, "spec.externalIPs[1] \"192.0.2.300\" is not an IP address; external IP dropped"));
-  CHECK(has(all, "spec.loadBalancerSourceRanges[1] \"bogus\" is not a CIDR"));
+  CHECK(has(all, "spec.loadBalancerSourceRanges[1] \"bogus\" is not a CIDR (address/prefix-length); the load balancer admits no source until it is fixed"));
   CHECK(has(all, "healthCheckNodePort 99999 out of range"));
   CHECK(has(all, "status.loadBalancer.ingress[1] has no ip (only hostname \"lb.example.com\"); not programmed"));
   CHECK(has(all, "status.loadBalancer.ingress[2].ip \"1.2.3.999\" is not an IP address; ingress entry dropped"));
   CHECK(out.warnings.size() == 6);
+}
+
+// Defect 2 of issue 11: objects from before Kubernetes 1.20 may hold IPv4 octets with leading
+// zeros; upstream reads them as decimal (netutils.ParseIPSloppy / ParseCIDRSloppy).
+TEST_CASE("IPv4 with leading zeros reads as decimal octets everywhere, as upstream's ParseIPSloppy") {
+  CHECK(net::canonicalIp("10.96.0.031") == std::optional<std::string>("10.96.0.31"));
+  CHECK(net::canonicalIp("010.096.000.031") == std::optional<std::string>("10.96.0.31"));
+  CHECK(net::canonicalIp("0255.0.0.1") == std::optional<std::string>("255.0.0.1"));
+  for (const char* bad : {"10.96.0.256", "10.96.0", "10.96.0.1.2", "10..0.1", "10.96.0.1 ", "", "a.b.c.d", "10.96.0.-1"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(net::canonicalIp(bad).has_value());
+    CHECK_FALSE(net::parseCidr(std::string(bad) + "/8").has_value());
+  }
+  auto cidr = net::parseCidr("010.0.0.0/8");
+  REQUIRE(cidr.has_value());
+  CHECK(cidr->str() == "10.0.0.0/8");
+  CHECK(net::canonicalIp("fd00::031") == std::optional<std::string>("fd00::31"));
+
+  auto out = decode(R"(
+kind: Service
+metadata: {name: legacy, namespace: prod}
+spec:
+  type: LoadBalancer
+  clusterIP: 10.96.0.031
+  ports: [{port: 80}]
+  externalIPs: [192.0.2.07]
+  loadBalancerSourceRanges: [010.0.0.0/8]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: legacy-1, namespace: prod, labels: {kubernetes.io/service-name: legacy}}
+addressType: IPv4
+endpoints: [{addresses: [10.244.0.010]}]
+)");
+  CHECK(out.errors.empty());
+  CHECK(out.warnings.empty());
+  REQUIRE(out.services.size() == 1);
+  CHECK(out.services[0].clusterIPs == std::vector<std::string>{"10.96.0.31"});
+  CHECK(out.services[0].externalIPs == std::vector<std::string>{"192.0.2.7"});
+  CHECK(out.services[0].loadBalancerSourceRanges == std::vector<std::string>{"10.0.0.0/8"});
+  CHECK_FALSE(out.services[0].sourceRangeUnreadable);
+  REQUIRE(out.slices.size() == 1);
+  CHECK(out.slices[0].endpoints.at(0).addresses == std::vector<std::string>{"10.244.0.10"});
+}
+
+TEST_CASE("an unreadable loadBalancerSourceRanges entry closes the firewall in every family, valid ranges beside it included") {
+  auto out = decode(R"(
+kind: Service
+metadata: {name: fw, namespace: ns1}
+spec:
+  type: LoadBalancer
+  clusterIPs: [172.30.0.46, "fd00:172:30::46"]
+  ports: [{name: p80, port: 80}]
+  loadBalancerSourceRanges: [10.0.0.0/33, 203.0.113.0/25, "2001:db8:ff::/120"]
+status: {loadBalancer: {ingress: [{ip: 1.2.3.6}, {ip: "2001:db8:5::6"}]}}
+)");
+  REQUIRE(out.services.size() == 1);
+  CHECK(out.services[0].loadBalancerSourceRanges == std::vector<std::string>{"203.0.113.0/25", "2001:db8:ff::/120"});
+  CHECK(out.services[0].sourceRangeUnreadable);
+  REQUIRE(out.warnings.size() == 1);
+  CHECK(has(out.warnings[0], "Service ns1/fw: spec.loadBalancerSourceRanges[0] \"10.0.0.0/33\" is not a CIDR"));
+  state::ClusterState st;
+  st.setNode(nodeA());
+  st.upsertService(std::make_shared<api::Service>(out.services[0]));
+  st.upsertSlice(slice("ns1", "fw-1", "fw", {epPort("p80", 80)}, {{"10.180.0.6", true, true, false, "node-b"}}));
+  std::string t = text(st, cfgA(), hostA());
+  for (const char* fam : {"ip", "ip6"}) {
+    CAPTURE(fam);
+    CHECK(has(t, std::string("add chain ") + fam + " kube-proxy firewall-ns1/fw"));
+    CHECK(has(t, std::string("add rule ") + fam + " kube-proxy firewall-ns1/fw drop"));
+    CHECK_FALSE(has(t, std::string("add rule ") + fam + " kube-proxy firewall-ns1/fw " + fam + " saddr"));
+  }
+  CHECK(has(t, "firewall-ips { 1.2.3.6 . tcp . 80 comment \"ns1/fw:p80\" : goto firewall-ns1/fw }"));
+  CHECK(has(t, "firewall-ips { 2001:db8:5::6 . tcp . 80 comment \"ns1/fw:p80\" : goto firewall-ns1/fw }"));
 }
 
 TEST_CASE("ServiceCIDR objects decode (v1 and v1beta1), cluster-scoped, a bad CIDR dropped alone") {

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
+#include <set>
 
 
 #include "nft/diff.h"
+#include "pkg/render/comment.h"
 #include "pkg/render/endpoints.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/render.h"
@@ -99,9 +101,14 @@ TEST_CASE("headless, ExternalName and other proxies' services get no rules") {
   auto other = service("ns", "other", {"10.96.0.9"}, {port("", 80)});
   other->meta.labels["service.kubernetes.io/service-proxy-name"] = "someone-else";
   st.upsertService(other);
+  // An empty value is still the label: upstream's `!label` selector leaves the service out.
+  auto emptyName = service("ns", "empty", {"10.96.0.8"}, {port("", 80)});
+  emptyName->meta.labels["service.kubernetes.io/service-proxy-name"] = "";
+  st.upsertService(emptyName);
   std::string text = renderText(st, config());
   CHECK(text.find("ns/") == std::string::npos);
   CHECK(text.find("10.96.0.9") == std::string::npos);
+  CHECK(text.find("10.96.0.8") == std::string::npos);
 }
 
 TEST_CASE("dual-stack services land in both tables, each with its own family's endpoints") {
@@ -182,4 +189,44 @@ TEST_CASE("a pick chain's rule is exactly what nft 1.0.6 lists for it (restart c
   CHECK(decls.size() == 12);
   CHECK(decls[0].name == "backends-tcp");
   CHECK(decls[0].typeofSpec == "ip daddr . tcp dport . numgen random mod 1 : ip daddr . tcp dport");
+}
+
+// Defect 3 of issue 11: `nft -f` refuses comments over 128 bytes; "ns/name:port" reaches 191.
+TEST_CASE("every comment fits 128 bytes, with maximal names (63-character namespace, name and port name)") {
+  const std::string ns(63, 'n'), name(63, 's'), portName(63, 'p');
+  state::ClusterState st;
+  auto svc = service(ns, name, {"10.96.0.5"}, {port(portName, 80), port(std::string(62, 'p') + "q", 81)});
+  svc->type = "LoadBalancer";
+  svc->ports[0].nodePort = 30080;
+  svc->loadBalancerIngress = {{"1.2.3.4", "", ""}};
+  svc->loadBalancerSourceRanges = {"192.168.0.0/16"};
+  st.upsertService(svc);
+  st.upsertSlice(slice(ns, "s-1", name, {epPort(portName, 8080), epPort(std::string(62, 'p') + "q", 8081)}, {{"10.244.0.5"}}));
+  std::string text = renderText(st, config());
+  size_t comments = 0;
+  std::set<std::string> distinct;
+  for (size_t at = text.find("comment \""); at != std::string::npos; at = text.find("comment \"", at + 1)) {
+    size_t start = at + 9, end = text.find('"', start);
+    REQUIRE(end != std::string::npos);
+    std::string c = text.substr(start, end - start);
+    CAPTURE(c);
+    CHECK(c.size() <= 128);
+    ++comments;
+    distinct.insert(c);
+  }
+  CHECK(comments > 4);
+  // The two ports' comments share their first 119 bytes and still differ.
+  CHECK(distinct.size() >= 3);
+  CHECK(text.find("comment \"" + ns + "/" + name + "\"") != std::string::npos);  // 127 bytes: kept whole
+}
+
+TEST_CASE("boundedComment: short text unchanged, long text exactly 128 bytes with a stable hash suffix") {
+  CHECK(render::boundedComment("ns/web:http") == "ns/web:http");
+  CHECK(render::boundedComment(std::string(128, 'x')) == std::string(128, 'x'));
+  std::string longer = render::boundedComment(std::string(129, 'x'));
+  CHECK(longer.size() == 128);
+  CHECK(longer.compare(0, 119, std::string(119, 'x')) == 0);
+  CHECK(longer[119] == '~');
+  CHECK(render::boundedComment(std::string(129, 'x')) == longer);
+  CHECK(render::boundedComment(std::string(130, 'x')) != longer);
 }

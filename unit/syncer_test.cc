@@ -34,3 +34,41 @@ TEST_CASE("syncer: lastChanges names an incremental sync's services, and is null
   REQUIRE(syncer.sync(st).ok);  // the retry is full: what it covered is everything
   CHECK(syncer.lastChanges() == nullptr);
 }
+
+TEST_CASE("syncer: a start-up over another layout's table (a base chain on another priority, map elements "
+          "pointing at its chains) converts it in one commit: `flush table` leaves sets alone, so they are flushed") {
+  render::NodeConfig cfg;
+  cfg.nodeName = "node-a";
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  nft::FakeRunner kernel;
+  {
+    render::Renderer renderer(cfg);
+    sync::Syncer first(renderer, kernel);
+    REQUIRE(first.sync(st).ok);
+  }
+  // Turn the committed table into "someone else's": upstream's v1.33 filter-input priority, a chain
+  // of its own that service-ips points into, and an element of a set we do not have.
+  auto& t = kernel.tables.at("ip kube-proxy");
+  REQUIRE(t.chains.count("filter-input"));
+  t.chains["filter-input"] = nft::Hook{"filter", "input", -110};
+  t.chains["service-ULMVA6XW-default/web/tcp/http"] = std::nullopt;
+  t.rules["service-ULMVA6XW-default/web/tcp/http"];
+  auto& serviceIps = t.sets.at("service-ips").elements;
+  REQUIRE(serviceIps.size() == 1);
+  auto ours = *serviceIps.begin();
+  serviceIps.begin()->second = {R"({"goto":{"target":"service-ULMVA6XW-default/web/tcp/http"}})",
+                                {"service-ULMVA6XW-default/web/tcp/http"}};
+
+  render::Renderer renderer(cfg);
+  sync::Syncer restarted(renderer, kernel);
+  auto stats = restarted.sync(st);
+  REQUIRE(stats.ok);
+  CHECK(stats.full);
+  const auto& after = kernel.tables.at("ip kube-proxy");
+  CHECK_FALSE(after.chains.count("service-ULMVA6XW-default/web/tcp/http"));
+  CHECK(after.chains.at("filter-input") == nft::Hook{"filter", "input", 0});
+  CHECK(after.sets.at("service-ips").elements == std::map<std::string, std::pair<std::string, std::vector<std::string>>>{ours});
+  CHECK(restarted.sync(st).ops == 0);
+}

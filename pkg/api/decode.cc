@@ -174,7 +174,7 @@ std::string printable(const std::string& s) {
   return s;
 }
 
-enum class NameRule { kDns1035Label, kDns1123Subdomain };
+enum class NameRule { kDns1123Label, kDns1123Subdomain };
 
 // Reads metadata; `named` gets "ns/name" (or just the name when cluster-scoped) as soon as it is
 // known, so that an error further on can still name the object.
@@ -192,8 +192,8 @@ ObjectMeta decodeMeta(const JV& obj, bool namespaced, NameRule rule, std::string
   if (meta.name.empty()) fail(p / "name", "is required");
   if (namespaced && !isDns1123Label(meta.ns))
     fail(p / "namespace", quoted(meta.ns) + " is not a DNS-1123 label (lowercase letters, digits, '-'; at most 63)");
-  if (rule == NameRule::kDns1035Label && !isDns1035Label(meta.name))
-    fail(p / "name", quoted(meta.name) + " is not a DNS-1035 label (lowercase letters, digits, '-', starting with a letter; at most 63)");
+  if (rule == NameRule::kDns1123Label && !isDns1123Label(meta.name))
+    fail(p / "name", quoted(meta.name) + " is not a DNS-1123 label (lowercase letters, digits, '-'; at most 63)");
   if (rule == NameRule::kDns1123Subdomain && !isDns1123Subdomain(meta.name))
     fail(p / "name", quoted(meta.name) + " is not a DNS-1123 subdomain (lowercase letters, digits, '-', '.'; at most 253)");
   meta.labels = stringMap(m, "labels", p);
@@ -211,8 +211,10 @@ ServicePort decodeServicePort(const JV& v, const Path& p, std::vector<std::strin
   const JV& o = asObject(v, p);
   ServicePort sp;
   sp.name = stringField(o, "name", p);
-  if (!isServicePortName(sp.name))
-    fail(p / "name", quoted(sp.name) + " is not a valid port name (lowercase letters, digits, '-'; at most 15)");
+  // The API server checks port names as DNS-1123 labels (up to 63, "--" allowed); only a
+  // named targetPort is an IANA service name.
+  if (!sp.name.empty() && !isDns1123Label(sp.name))
+    fail(p / "name", quoted(sp.name) + " is not a valid port name (a DNS-1123 label: lowercase letters, digits, '-'; at most 63)");
   sp.protocol = protocolField(o, p);
   const JV* port = field(o, "port");
   if (!port) fail(p / "port", "is required");
@@ -225,13 +227,21 @@ ServicePort decodeServicePort(const JV& v, const Path& p, std::vector<std::strin
       warnings.push_back(std::string(e.what()) + "; nodePort dropped");
     }
   }
+  // targetPort is informational here (endpoint ports come from the EndpointSlices): a bad one
+  // costs only itself. 0 and "" mean unset (the API server defaults them to the port).
   if (const JV* tp = field(o, "targetPort")) {
-    if (tp->IsString()) {
-      sp.targetPort = tp->GetString();
-      if (sp.targetPort.empty() || !isServicePortName(sp.targetPort))
-        fail(p / "targetPort", quoted(sp.targetPort) + " is neither a port number nor a valid port name");
-    } else {
-      sp.targetPort = std::to_string(asIntIn(*tp, p / "targetPort", 0, 65535));
+    try {
+      if (tp->IsString()) {
+        std::string name = tp->GetString();
+        if (!name.empty() && !isIanaServiceName(name))
+          fail(p / "targetPort", quoted(name) + " is neither a port number nor a valid port name");
+        sp.targetPort = name;
+      } else {
+        int32_t n = asIntIn(*tp, p / "targetPort", 0, 65535);
+        if (n != 0) sp.targetPort = std::to_string(n);
+      }
+    } catch (const Invalid& e) {
+      warnings.push_back(std::string(e.what()) + "; targetPort dropped");
     }
   }
   return sp;
@@ -275,7 +285,7 @@ std::string trimmed(std::string s) {
 
 Service decodeService(const JV& obj, std::string* named, std::vector<std::string>& warnings) {
   Service svc;
-  svc.meta = decodeMeta(obj, true, NameRule::kDns1035Label, named);
+  svc.meta = decodeMeta(obj, true, NameRule::kDns1123Label, named);
   Path sp = kRoot / "spec";
   const JV* specV = field(obj, "spec");
   if (!specV) fail(sp, "is required");
@@ -309,14 +319,18 @@ Service decodeService(const JV& obj, std::string* named, std::vector<std::string
   Path rp = sp / "loadBalancerSourceRanges";
   if (const JV* ranges = field(spec, "loadBalancerSourceRanges")) {
     const JV& arr = asArray(*ranges, rp);
-    for (rapidjson::SizeType i = 0; i < arr.Size(); ++i)
-      optionalPart(warnings, "source range dropped", [&] {
+    for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) {
+      try {
         // Upstream trims blanks (" 203.0.113.0/25" is accepted by the API server).
         std::string text = trimmed(asString(arr[i], rp[i]));
         auto cidr = net::parseCidr(text);
         if (!cidr) fail(rp[i], quoted(text) + " is not a CIDR (address/prefix-length)");
         svc.loadBalancerSourceRanges.push_back(cidr->str());
-      });
+      } catch (const Invalid& e) {
+        svc.sourceRangeUnreadable = true;
+        warnings.push_back(std::string(e.what()) + "; the load balancer admits no source until it is fixed");
+      }
+    }
   }
   // The old alpha spellings ("OnlyLocal", "Global") are kept verbatim: the renderer decides.
   svc.externalTrafficPolicy = stringField(spec, "externalTrafficPolicy", sp, "Cluster");
@@ -421,7 +435,7 @@ EndpointSlice decodeSlice(const JV& obj, std::string* named, std::vector<std::st
   if (label != es.meta.labels.end()) {
     es.serviceName = label->second;
     // The service name keys the slice to its Service (and so to chain names).
-    if (!isDns1035Label(es.serviceName))
+    if (!isDns1123Label(es.serviceName))
       throw Invalid(std::string("metadata.labels[\"") + kServiceNameLabel + "\"] " + quoted(es.serviceName) +
                     " is not a valid service name");
   }
@@ -440,12 +454,20 @@ EndpointSlice decodeSlice(const JV& obj, std::string* named, std::vector<std::st
       const JV& o = asObject(arr[i], pp[i]);
       EndpointPort port;
       port.name = stringField(o, "name", pp[i]);
-      // Slice port names are DNS labels upstream (longer than service port names may be).
       if (!port.name.empty() && !isDns1123Label(port.name))
         fail(pp[i] / "name", quoted(port.name) + " is not a valid port name");
       if (!names.insert(port.name).second) fail(pp[i] / "name", quoted(port.name) + " is not unique");
       port.protocol = protocolField(o, pp[i]);
-      if (const JV* n = field(o, "port")) port.port = asIntIn(*n, pp[i] / "port", 1, 65535);
+      // The API server does not range-check slice port numbers; upstream's proxy ignores a port
+      // it cannot use (0 or out of range) and keeps the rest of the slice.
+      if (const JV* n = field(o, "port")) {
+        try {
+          port.port = asIntIn(*n, pp[i] / "port", 1, 65535);
+        } catch (const Invalid& e) {
+          warnings.push_back(std::string(e.what()) + "; port dropped");
+          continue;
+        }
+      }
       es.ports.push_back(std::move(port));
     }
   }
@@ -474,9 +496,23 @@ EndpointSlice decodeSlice(const JV& obj, std::string* named, std::vector<std::st
 Node decodeNode(const JV& obj, std::string* named, std::vector<std::string>& warnings) {
   Node node;
   node.meta = decodeMeta(obj, false, NameRule::kDns1123Subdomain, named);
+  // /healthz reports a Node being deleted or drained by the autoscaler as not eligible.
+  if (const JV* dt = field(asObject(*field(obj, "metadata"), kRoot / "metadata"), "deletionTimestamp"))
+    if (!dt->IsNull()) node.deletionTimestamp = asString(*dt, kRoot / "metadata" / "deletionTimestamp");
   if (const JV* specV = field(obj, "spec")) {
     Path sp = kRoot / "spec";
     const JV& spec = asObject(*specV, sp);
+    if (const JV* taints = field(spec, "taints")) {
+      Path tp = sp / "taints";
+      const JV& arr = asArray(*taints, tp);
+      for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) {
+        try {
+          node.taintKeys.push_back(stringField(asObject(arr[i], tp[i]), "key", tp[i]));
+        } catch (const Invalid& e) {
+          warnings.push_back(std::string(e.what()) + "; taint dropped");
+        }
+      }
+    }
     Path cp = sp / "podCIDRs";
     if (const JV* cidrs = field(spec, "podCIDRs")) {
       const JV& arr = asArray(*cidrs, cp);

@@ -41,7 +41,7 @@ bool operator==(const Endpoint& a, const Endpoint& b) {
 bool operator==(const Service& a, const Service& b) {
   return a.meta == b.meta && a.type == b.type && a.clusterIPs == b.clusterIPs &&
          a.headless == b.headless && a.ports == b.ports && a.externalIPs == b.externalIPs &&
-         a.loadBalancerSourceRanges == b.loadBalancerSourceRanges &&
+         a.loadBalancerSourceRanges == b.loadBalancerSourceRanges && a.sourceRangeUnreadable == b.sourceRangeUnreadable &&
          a.loadBalancerIngress == b.loadBalancerIngress &&
          a.externalTrafficPolicy == b.externalTrafficPolicy &&
          a.internalTrafficPolicy == b.internalTrafficPolicy &&
@@ -57,7 +57,8 @@ bool operator==(const EndpointSlice& a, const EndpointSlice& b) {
 }
 
 bool operator==(const Node& a, const Node& b) {
-  return a.meta == b.meta && a.podCIDRs == b.podCIDRs && a.addresses == b.addresses;
+  return a.meta == b.meta && a.podCIDRs == b.podCIDRs && a.addresses == b.addresses &&
+         a.deletionTimestamp == b.deletionTimestamp && a.taintKeys == b.taintKeys;
 }
 
 bool operator==(const ServiceCIDR& a, const ServiceCIDR& b) { return a.meta == b.meta && a.cidrs == b.cidrs; }

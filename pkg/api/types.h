@@ -46,7 +46,10 @@ struct Service {
   bool headless = false;                 // clusterIP: None
   std::vector<ServicePort> ports;
   std::vector<std::string> externalIPs;               // canonical; invalid ones are dropped with a warning
-  std::vector<std::string> loadBalancerSourceRanges;  // canonical CIDRs; invalid ones dropped likewise
+  std::vector<std::string> loadBalancerSourceRanges;  // canonical CIDRs
+  // Some loadBalancerSourceRanges entry could not be read: dropping it would widen access (with
+  // no range left, every source), so the firewall admits no source at all.
+  bool sourceRangeUnreadable = false;
   std::vector<LoadBalancerIngress> loadBalancerIngress;
   std::string externalTrafficPolicy = "Cluster";
   std::string internalTrafficPolicy = "Cluster";
@@ -91,6 +94,8 @@ struct Node {
   ObjectMeta meta;
   std::vector<std::string> podCIDRs;
   std::vector<std::pair<std::string, std::string>> addresses;  // (type, address)
+  std::string deletionTimestamp;       // metadata.deletionTimestamp: "" unless the Node is being deleted
+  std::vector<std::string> taintKeys;  // spec.taints[].key (ToBeDeletedByClusterAutoscaler: on its way out)
 };
 
 // networking.k8s.io/v1 ServiceCIDR: the ranges ClusterIPs are allocated from. Cluster-scoped.

@@ -17,10 +17,6 @@ bool isDns1123Label(std::string_view s) {
   return true;
 }
 
-bool isDns1035Label(std::string_view s) {
-  return isDns1123Label(s) && s.front() >= 'a' && s.front() <= 'z';
-}
-
 bool isDns1123Subdomain(std::string_view s) {
   if (s.empty() || s.size() > 253) return false;
   size_t start = 0;
@@ -37,9 +33,8 @@ bool isDns1123Subdomain(std::string_view s) {
   }
 }
 
-bool isServicePortName(std::string_view s) {
-  if (s.empty()) return true;
-  if (s.size() > 15 || s.front() == '-' || s.back() == '-') return false;
+bool isIanaServiceName(std::string_view s) {
+  if (s.empty() || s.size() > 15 || s.front() == '-' || s.back() == '-') return false;
   bool letter = false;
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];

@@ -10,15 +10,16 @@
 
 namespace kpn::api {
 
-// RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters. Namespaces.
+// RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters ("a--b" and "80" are
+// labels). Namespaces, Service and EndpointSlice port names, and Service names: the API server
+// asks RFC 1035 (a leading letter) of those only while the RelaxedServiceNameValidation gate is
+// off, and a proxy must not drop what a server with the gate on accepted.
 bool isDns1123Label(std::string_view s);
-// RFC 1035 label: like an RFC 1123 label but starting with a letter. Service names.
-bool isDns1035Label(std::string_view s);
 // RFC 1123 subdomain: dot-separated labels, at most 253 characters. Object names.
 bool isDns1123Subdomain(std::string_view s);
-// Service port name (IANA_SVC_NAME): [a-z0-9-], at most 15 characters, at least one letter, no
-// leading/trailing or doubled '-'. The empty name is valid (single-port services).
-bool isServicePortName(std::string_view s);
+// IANA_SVC_NAME (a named targetPort, which names a container port): [a-z0-9-], 1 to 15
+// characters, at least one letter, no leading/trailing or doubled '-'.
+bool isIanaServiceName(std::string_view s);
 
 // "TCP" / "UDP" / "SCTP" exactly as the API spells them.
 std::optional<Protocol> parseProtocol(std::string_view s);

@@ -10,10 +10,38 @@
 
 namespace kpn::net {
 
+namespace {
+
+// Dotted-quad IPv4 with each octet read as decimal, leading zeros allowed ("010.096.0.031" is
+// 10.96.0.31): upstream's netutils.ParseIPSloppy, which reads the objects the API server accepted
+// before Kubernetes 1.20 tightened validation. inet_pton refuses them; inet_aton would read them
+// as octal.
+bool parseIPv4Sloppy(const std::string& text, unsigned char out[4]) {
+  size_t pos = 0;
+  for (int part = 0; part < 4; ++part) {
+    if (part > 0) {
+      if (pos >= text.size() || text[pos] != '.') return false;
+      ++pos;
+    }
+    size_t start = pos;
+    unsigned value = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      value = value * 10 + static_cast<unsigned>(text[pos] - '0');
+      if (value > 255) return false;
+      ++pos;
+    }
+    if (pos == start) return false;
+    out[part] = static_cast<unsigned char>(value);
+  }
+  return pos == text.size();
+}
+
+}  // namespace
+
 std::optional<std::string> canonicalIp(const std::string& text) {
   unsigned char buf[16];
   char out[INET6_ADDRSTRLEN];
-  if (inet_pton(AF_INET, text.c_str(), buf) == 1) return std::string(inet_ntop(AF_INET, buf, out, sizeof out));
+  if (parseIPv4Sloppy(text, buf)) return std::string(inet_ntop(AF_INET, buf, out, sizeof out));
   if (inet_pton(AF_INET6, text.c_str(), buf) == 1) return std::string(inet_ntop(AF_INET6, buf, out, sizeof out));
   return std::nullopt;
 }
@@ -35,7 +63,7 @@ std::optional<Cidr> parseCidr(const std::string& text) {
   int af;
   int bytes;
   Family fam;
-  if (inet_pton(AF_INET, addr.c_str(), buf) == 1) {
+  if (parseIPv4Sloppy(addr, buf)) {
     af = AF_INET, bytes = 4, fam = Family::V4;
   } else if (inet_pton(AF_INET6, addr.c_str(), buf) == 1) {
     af = AF_INET6, bytes = 16, fam = Family::V6;

@@ -17,9 +17,11 @@ struct Cidr {
   std::string str() const { return address + "/" + std::to_string(prefixLen); }
 };
 
-// Canonical text of an IP literal, or nullopt. No zone ids, no CIDR suffix.
+// Canonical text of an IP literal, or nullopt. No zone ids, no CIDR suffix. IPv4 octets with
+// leading zeros are decimal, as upstream's ParseIPSloppy reads them ("10.96.0.031" = 10.96.0.31).
 std::optional<std::string> canonicalIp(const std::string& text);
 std::optional<Family> familyOf(const std::string& canonicalIp);
+// The address part is read like canonicalIp (ParseCIDRSloppy: "010.0.0.0/8" = 10.0.0.0/8).
 std::optional<Cidr> parseCidr(const std::string& text);
 // Whether `canonicalIp` lies inside `cidr` (false across families).
 bool contains(const Cidr& cidr, const std::string& canonicalIp);

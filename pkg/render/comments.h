@@ -1,5 +1,5 @@
-// Every comment a Service puts on a rule or an element is built by nftComment, so a limit on
-// comments (nft keeps at most 128 bytes) is applied in one place.
+// Every comment a Service puts on a rule or an element is built by nftComment, so the limit on
+// comments (nft keeps at most 128 bytes: boundedComment, comment.h) is applied in one place.
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 
 namespace kpn::render {
 
-// The one place comment text is finished.
+// The one place comment text is finished: boundedComment.
 std::string nftComment(std::string text);
 // "<ns>/<name>"
 std::string serviceComment(const api::Service& svc);

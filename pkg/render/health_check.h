@@ -30,8 +30,7 @@ struct HealthCheckService {
 class HealthCheckIndex {
  public:
   // Looks again at the services in `changed` (service keys; nullptr: at every service). Returns
-  // whether ports() changed. cfg: nodeName (local endpoints) and serviceProxyName (which
-  // services are ours).
+  // whether ports() changed. cfg: nodeName (local endpoints).
   bool update(const state::ClusterState& st, const NodeConfig& cfg, const std::set<std::string>* changed);
   const std::map<int32_t, HealthCheckService>& ports() const { return ports_; }
 

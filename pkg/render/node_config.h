@@ -19,7 +19,6 @@ struct NodeConfig {
   std::optional<net::Cidr> clusterCidrV6;
   bool masqueradeAll = false;
   uint32_t masqueradeMark = 0x4000;        // upstream's default bit 14; not a public API
-  std::string serviceProxyName;            // handle services with this proxy-name label ("" = none)
 
   // --nodeport-addresses: `primary` (the default, as upstream's nftables mode) or CIDRs.
   bool nodePortPrimary = true;

@@ -9,7 +9,7 @@ namespace kpn::render {
 using namespace kpn::nft;
 
 void addFirewallKeys(PartBuilder& b, const ServiceContext& s, const PortPlan& p) {
-  if (s.sourceRanges.empty()) return;
+  if (!s.firewalled) return;
   for (const auto& [ip, isVIP] : p.externalAddrs)
     if (isVIP) {
       b.part.elements.push_back(verdictElement(kFirewallIPs, addressKey(ip, p.sp.protocol, p.sp.port),

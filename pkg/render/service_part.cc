@@ -15,8 +15,9 @@ using namespace kpn::nft;
 
 bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg) {
   if (svc.headless || svc.type == "ExternalName") return false;
-  auto proxyName = svc.meta.labels.find("service.kubernetes.io/service-proxy-name");
-  if (proxyName != svc.meta.labels.end() && proxyName->second != cfg.serviceProxyName) return false;
+  // Any value of the label (the empty one too) hands the service to another proxy, as upstream's
+  // label selector does; the sources filter these out already.
+  if (svc.meta.labels.count("service.kubernetes.io/service-proxy-name")) return false;
   return !svc.clusterIPs.empty();
 }
 
@@ -46,7 +47,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
                               const NodeConfig& cfg, Family family, BackendOrders& orders,
                               const FamilyEnvironment& env, const DestinationClaims* claims) {
   ServicePart out;
-  ServiceContext s{svc, cfg, family, env, state::serviceKey(svc.meta.ns, svc.meta.name), "", false, false, {}, {}};
+  ServiceContext s{svc, cfg, family, env, state::serviceKey(svc.meta.ns, svc.meta.name), "", false, false, {}, {}, false};
   for (const auto& ip : svc.clusterIPs)
     if (inFamily(ip, family)) {
       s.clusterIP = ip;
@@ -63,6 +64,10 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     auto c = net::parseCidr(text);
     if (c && toNftFamily(c->family) == family) s.sourceRanges.push_back(*c);
   }
+  // An unreadable range closes the firewall to every source (no return rule at all), rather
+  // than leaving the service open to all, or to more than its owner listed.
+  if (svc.sourceRangeUnreadable) s.sourceRanges.clear();
+  s.firewalled = !s.sourceRanges.empty() || svc.sourceRangeUnreadable;
 
   auto owns = [&](const std::string& dest) { return !claims || claims->owns(s.key, dest); };
   auto lost = [&](const std::string& what, const std::string& dest) {

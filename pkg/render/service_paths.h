@@ -29,6 +29,7 @@ struct ServiceContext {
   // The LB IPs first: an address that is both an LB IP and an external IP gets the firewall.
   std::vector<std::pair<std::string, bool>> externalAddrs;  // (address, is an LB IP)
   std::vector<net::Cidr> sourceRanges;                      // this family's
+  bool firewalled = false;  // ranges of this family, or an unreadable one (closes the LB IPs)
 };
 
 struct PortPlan {

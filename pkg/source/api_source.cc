@@ -133,19 +133,19 @@ bool ApiSource::processEvents() {
   for (auto& b : batches) {
     for (auto& d : b.deltas) changed |= apply(b.resource, d);
     if (b.listed && !listed_[b.resource]) {
+      const bool wasSynced = hasSynced();
       listed_[b.resource] = true;
       LOG(INFO) << reflectors_[b.resource]->spec().kind << "s listed from " << transport_->server()
-                << (hasSynced() ? "; all resources listed, syncing" : "");
+                << (!wasSynced && hasSynced() ? "; syncing" : "");
+      if (!wasSynced && hasSynced() && !pending().empty())
+        LOG(WARNING) << "syncing before " << pending() << " listed: the rules that depend on them (NodePort "
+                        "addresses, local pod detection by node CIDR, unallocated ClusterIPs) follow once they do";
     }
   }
   return changed;
 }
 
-bool ApiSource::hasSynced() const {
-  for (bool l : listed_)
-    if (!l) return false;
-  return true;
-}
+bool ApiSource::hasSynced() const { return listed_[kServices] && listed_[kSlices]; }
 
 std::string ApiSource::pending() const {
   std::string s;

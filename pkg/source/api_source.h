@@ -3,7 +3,9 @@
 // threads hand decoded deltas to a queue; the main thread applies them to the ClusterState in
 // processEvents(), so the state, the renderer and the syncer stay single-threaded. A fourth
 // reflector follows the cluster's ServiceCIDRs where the API server serves them (a 404 counts as
-// none). hasSynced() turns true once every one has completed its first list.
+// none). hasSynced() turns true once Services and EndpointSlices have listed, as upstream's first
+// sync waits for those two only: the Node and ServiceCIDRs refine the ruleset when they arrive (a
+// 403 on them, custom RBAC, must not keep every service unprogrammed), with a warning meanwhile.
 #pragma once
 
 #include <array>
@@ -18,14 +20,12 @@
 
 #include "pkg/kube/reflector.h"
 #include "pkg/kube/transport.h"
+#include "pkg/source/proxy_selector.h"
 #include "pkg/source/source.h"
 #include "pkg/source/unique_fd.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::source {
-
-// Services and EndpointSlices that belong to another proxy, and headless ones, are not ours.
-inline constexpr const char* kProxyLabelSelector = "!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless";
 
 class ApiSource final : public Source {
  public:
@@ -42,7 +42,7 @@ class ApiSource final : public Source {
   std::map<std::string, std::chrono::system_clock::time_point> takeTriggerTimes() override;
   std::string describe() const override;
 
-  // The resources that have not listed yet ("Services, Nodes").
+  // The resources that have not listed yet ("Services, Nodes"), the optional ones included.
   std::string pending() const override;
   // Objects skipped as invalid, over all reflectors (a metric).
   uint64_t skippedObjects() const;

@@ -16,6 +16,9 @@
 #include <set>
 #include <system_error>
 
+#include "pkg/api/skip_report.h"
+#include "pkg/source/proxy_selector.h"
+
 namespace kpn::source {
 namespace {
 
@@ -189,7 +192,10 @@ bool ManifestDir::reload(const std::string& name) {
                  << " objects it had";
     return false;
   }
-  for (const auto& e : objs.errors) LOG(WARNING) << "manifests: " << name << ": " << e << " (skipped)";
+  for (const auto& e : objs.errors) {
+    LOG(WARNING) << "manifests: " << name << ": " << e << " (skipped)";
+    api::reportSkippedError(e);
+  }
   skipped_ += objs.errors.size();
   for (const auto& w : objs.warnings) LOG(WARNING) << "manifests: " << name << ": " << w;
 
@@ -198,9 +204,23 @@ bool ManifestDir::reload(const std::string& name) {
     if (!s.serviceName.empty()) return false;
     LOG(WARNING) << "manifests: " << name << ": EndpointSlice " << s.meta.ns << "/" << s.meta.name
                  << " has no kubernetes.io/service-name label; ignored";
+    api::reportSkipped("EndpointSlice", "no_service_name");
     return true;
   });
   objs.slices.erase(unlabelled, objs.slices.end());
+  // What the API source's label selector leaves out is left out here too.
+  auto notOurs = [&](const char* kind, const api::ObjectMeta& meta) {
+    if (!excludedByProxySelector(meta)) return false;
+    VLOG(2) << "manifests: " << name << ": " << kind << " " << meta.ns << "/" << meta.name
+            << " is labelled for another proxy or as headless; not ours";
+    return true;
+  };
+  objs.services.erase(std::remove_if(objs.services.begin(), objs.services.end(),
+                                     [&](const api::Service& s) { return notOurs("Service", s.meta); }),
+                      objs.services.end());
+  objs.slices.erase(std::remove_if(objs.slices.begin(), objs.slices.end(),
+                                   [&](const api::EndpointSlice& s) { return notOurs("EndpointSlice", s.meta); }),
+                    objs.slices.end());
   // Other nodes' Node objects are of no use to this node's proxy.
   objs.nodes.erase(std::remove_if(objs.nodes.begin(), objs.nodes.end(),
                                   [&](const api::Node& n) { return n.meta.name != nodeName_; }),

@@ -18,10 +18,10 @@ class Source {
   virtual int fd() const = 0;
   // Applies what arrived to the state; never blocks. Returns true if the state changed.
   virtual bool processEvents() = 0;
-  // False until the state is complete (every resource listed once): syncing a half-known state
-  // would delete rules of services not seen yet.
+  // False until Services and EndpointSlices are complete (listed once): syncing a half-known
+  // state would delete rules of services not seen yet. The Node and ServiceCIDRs only refine.
   virtual bool hasSynced() const = 0;
-  // While !hasSynced(): what it still waits for, in words ("Nodes, ServiceCIDRs").
+  // What has not listed yet, in words ("Nodes, ServiceCIDRs").
   virtual std::string pending() const { return ""; }
   // Services whose change carried a trigger time (EndpointSlice last-change-trigger-time), with
   // the earliest such time since the last call: the start of network-programming latency.

@@ -66,10 +66,16 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     }
   } else if (mode_ == Mode::Startup) {
     plan = nft::planReconcile(kernel, desired);
-    if (plan.needsFull) plan = nft::planFull(kernel, desired);
+    stats.plan = SyncStats::Plan::Reconcile;
+    if (plan.needsFull) {
+      plan = nft::planFull(kernel, desired);
+      stats.plan = SyncStats::Plan::Full;
+    }
   } else {
     plan = nft::planFull(kernel, desired);
+    stats.plan = SyncStats::Plan::Full;
   }
+  if (mode_ == Mode::Incremental) stats.plan = SyncStats::Plan::Incremental;
   stats.diffMs = msSince(tDiff);
   stats.full = mode_ != Mode::Incremental;
   stats.ops = plan.txn.size();
@@ -77,6 +83,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   auto tCommit = std::chrono::steady_clock::now();
   nft::RunResult r = runner_.commit(plan.txn);
   stats.commitMs = msSince(tCommit);
+  stats.bytes = r.bytes;
   if (!r.ok) {
     LOG(ERROR) << "sync failed: nft rejected a transaction of " << stats.ops << " operations (" << r.error
                << "); the previous ruleset stays in place and the next sync is full";
@@ -92,6 +99,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   lastChanges_ = std::move(changed);
   mode_ = Mode::Incremental;
   stats.ok = true;
+  if (afterCommit_ && afterCommit_()) afterCommit_ = nullptr;
   // A big transaction leaves libnftables' and our buffers' pages behind; hand them back.
   if (stats.ops > 10000) malloc_trim(0);
   stats.afterMs = msSince(tAfter);

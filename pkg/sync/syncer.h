@@ -2,6 +2,7 @@
 // transaction. Owns the committed picture of our tables and decides when a sync must be full.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -15,7 +16,11 @@ namespace kpn::sync {
 struct SyncStats {
   bool ok = false;
   bool full = false;
+  // How the plan was made: from the change journal, or by comparing with the listed kernel
+  // tables (at start-up, keeping what matches; after a failure or a declaration change, rebuilt).
+  enum class Plan { None, Incremental, Reconcile, Full } plan = Plan::None;
   size_t ops = 0;
+  size_t bytes = 0;  // the transaction as sent (0 from runners that do not say)
   double renderMs = 0, diffMs = 0, commitMs = 0;
   double afterMs = 0;  // bookkeeping once the rules are committed
 };
@@ -33,6 +38,9 @@ class Syncer {
   // nullptr after any other sync (start-up, full, or a failure): every service may differ from
   // what a consumer saw before.
   const std::set<std::string>* lastChanges() const { return lastWasIncremental_ ? &lastChanges_ : nullptr; }
+  // Work that must wait until our rules are committed and serving (removing another proxy's
+  // leftovers): run after each successful commit until it returns true.
+  void afterCommit(std::function<bool()> work) { afterCommit_ = std::move(work); }
 
  private:
   enum class Mode { Startup, Incremental, Full };
@@ -43,6 +51,7 @@ class Syncer {
   Mode mode_ = Mode::Startup;
   std::set<std::string> lastChanges_;
   bool lastWasIncremental_ = false;
+  std::function<bool()> afterCommit_;
 };
 
 }  // namespace kpn::sync
