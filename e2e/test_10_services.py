@@ -107,7 +107,9 @@ def test_sctp_init_to_cluster_ip_is_dnatted_to_the_slice_endpoint(lab):
     lab.start_daemon()
     table = lab.table("ip")
     assert "sctp" in table and "10.96.0.30" in table, "no SCTP rule/element for 10.96.0.30"
-    assert any("sctp" in c and "sctpsvc" in c for c in chain_names(table)), chain_names(table)
+    # The shared SCTP pick chain, and the service's slot in the SCTP backends map.
+    assert "pick-sctp-1" in chain_names(table), chain_names(table)
+    assert re.search(r'10\.96\.0\.30 \. 9000 \. 0 comment "default/sctpsvc:\S*" : ', table), table
 
     cli = lab.agent(client)
     cli.sctp_init("10.96.0.30", 9000, sport=40123)

@@ -294,8 +294,15 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
           auto we = w->second.find(keyJson);
           if (we != w->second.end()) e = &we->second;
         }
-        if (!e) ph.delElems.deleteElement(tt.family, tt.name, keyOnly(setName, keyJson));
-        else if ((*e)->value != valueJson) {
+        if (!e) {
+          ph.delElems.deleteElement(tt.family, tt.name, keyOnly(setName, keyJson));
+          continue;
+        }
+        auto listedComment = ks.comments.find(keyJson);
+        const bool sameComment = listedComment == ks.comments.end() ? (*e)->comment.empty()
+                                                                     : (*e)->comment == listedComment->second;
+        if ((*e)->value != valueJson || !sameComment) {
+          // A new comment needs a new element too: re-adding an existing key changes nothing.
           ph.delElems.deleteElement(tt.family, tt.name, **e, *e->part);
           ph.addElems.addElement(tt.family, tt.name, **e, *e->part);
         }

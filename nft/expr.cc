@@ -65,6 +65,7 @@ Expr fib(const char* flag, const char* result) {
   return {std::string("{\"fib\":{\"result\":\"") + result + "\",\"flags\":[\"" + flag + "\"]}}",
           std::string("fib ") + flag + " " + result};
 }
+Expr interfaceName(const std::string& name) { return {jsonString(name), nftQuoted(name)}; }
 }  // namespace ex
 
 namespace st {
@@ -117,6 +118,8 @@ Stmt markSet(const Expr& value) {
 Expr gotoVerdict(const std::string& chain) {
   return {"{\"goto\":{\"target\":" + jsonString(chain) + "}}", "goto " + chain};
 }
+Expr dropVerdict() { return {"{\"drop\":null}", "drop"}; }
+Expr returnVerdict() { return {"{\"return\":null}", "return"}; }
 
 }  // namespace kpn::nft
 

@@ -42,6 +42,7 @@ Expr bitAnd(const Expr& e, uint32_t mask);
 Expr bitOr(const Expr& e, uint32_t mask);
 Expr bitXor(const Expr& e, uint32_t mask);
 Expr fib(const char* flag, const char* result);  // fib saddr type: the route type of an address
+Expr interfaceName(const std::string& name);     // "veth*": quoted in native text (a trailing * is a wildcard)
 }  // namespace ex
 
 namespace st {
@@ -62,6 +63,8 @@ Stmt markSet(const Expr& value);
 
 // Verdict values for verdict-map elements.
 Expr gotoVerdict(const std::string& chain);
+Expr dropVerdict();
+Expr returnVerdict();
 
 // The native text of an element key or value from its JSON, exactly as the builders above write
 // it, for the forms elements use: strings (addresses, symbols), numbers, concat, prefix, and the

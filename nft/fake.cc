@@ -103,11 +103,14 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
           if (!t.chains.count(ref)) return fail("No such file or directory (goto " + ref + ")");
         if (have != s->second.elements.end() && have->second.first != value)
           return fail("File exists (element " + e.keyText() + " in " + op.name + ")");
+        // As the kernel: re-adding an element that exists keeps it as it is (its comment too).
+        if (have == s->second.elements.end() && !e.comment.empty()) s->second.comments[e.key] = e.comment;
         s->second.elements[e.key] = {value, std::move(chainRefs)};
       } else {
         if (have == s->second.elements.end())
           return fail("No such file or directory (element " + e.keyText() + " in " + op.name + ")");
         s->second.elements.erase(have);
+        s->second.comments.erase(e.key);
       }
       return {};
     }
@@ -151,7 +154,7 @@ RunResult FakeRunner::list(Family f, const std::string& table, ListedTable* out)
   for (const auto& [name, hook] : ti->second.chains) {
     ListedChain& lc = out->chains[name];
     lc.hook = hook;
-    for (const Rule& r : ti->second.rules.at(name)) lc.rules.push_back({r.exprJson, r.comment});
+    for (const Rule& r : ti->second.rules.at(name)) lc.rules.push_back(listedRule(r.exprJson, r.comment));
   }
   for (const auto& [name, s] : ti->second.sets) {
     ListedSet& ls = out->sets[name];
@@ -159,6 +162,7 @@ RunResult FakeRunner::list(Family f, const std::string& table, ListedTable* out)
     ls.keyType = s.decl.typeofSpec.empty() ? s.decl.keyType : std::vector<std::string>{"integer"};
     ls.dataType = s.decl.dataType;
     for (const auto& [key, v] : s.elements) ls.elements[key] = v.first;
+    for (const auto& [key, c] : s.comments) ls.comments[key] = c;
   }
   return {};
 }

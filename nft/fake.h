@@ -26,6 +26,7 @@ class FakeRunner : public Runner {
   struct FakeSet {
     SetDecl decl;
     std::map<std::string, std::pair<std::string, std::vector<std::string>>> elements;  // key -> (value, chain refs)
+    std::map<std::string, std::string> comments;                                         // key -> comment, if any
   };
   struct FakeTable {
     std::map<std::string, std::optional<Hook>> chains;

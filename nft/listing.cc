@@ -41,7 +41,72 @@ const rapidjson::Value& unwrapKey(const rapidjson::Value& k) {
   return k;
 }
 
+std::string elementComment(const rapidjson::Value& k) {
+  if (!k.IsObject()) return "";
+  auto e = k.FindMember("elem");
+  if (e == k.MemberEnd() || !e->value.IsObject()) return "";
+  return str(e->value, "comment");
+}
+
+// [..., {"dnat":{"family":..,"addr":{"map":{"key":K,"data":"@M"}}}}] where K is a numgen or a
+// concat ending with one.
+std::optional<ListedNumgenDnat> numgenDnatOf(const rapidjson::Value& expr) {
+  if (!expr.IsArray() || expr.Empty()) return std::nullopt;
+  const auto& last = expr[expr.Size() - 1];
+  if (!last.IsObject()) return std::nullopt;
+  auto dn = last.FindMember("dnat");
+  if (dn == last.MemberEnd() || !dn->value.IsObject()) return std::nullopt;
+  auto addr = dn->value.FindMember("addr");
+  if (addr == dn->value.MemberEnd() || !addr->value.IsObject()) return std::nullopt;
+  auto map = addr->value.FindMember("map");
+  if (map == addr->value.MemberEnd() || !map->value.IsObject()) return std::nullopt;
+  auto key = map->value.FindMember("key");
+  auto data = map->value.FindMember("data");
+  if (key == map->value.MemberEnd() || data == map->value.MemberEnd() || !data->value.IsString() ||
+      !key->value.IsObject())
+    return std::nullopt;
+  const rapidjson::Value* ng = &key->value;
+  auto concat = ng->FindMember("concat");
+  if (concat != ng->MemberEnd()) {
+    if (!concat->value.IsArray() || concat->value.Empty()) return std::nullopt;
+    ng = &concat->value[concat->value.Size() - 1];
+    if (!ng->IsObject()) return std::nullopt;
+  }
+  auto n = ng->FindMember("numgen");
+  if (n == ng->MemberEnd() || !n->value.IsObject()) return std::nullopt;
+  auto mod = n->value.FindMember("mod");
+  auto offset = n->value.FindMember("offset");
+  if (mod == n->value.MemberEnd() || !mod->value.IsUint()) return std::nullopt;
+  std::string m = data->value.GetString();
+  if (m.empty() || m[0] != '@') return std::nullopt;
+  ListedNumgenDnat out{m.substr(1), mod->value.GetUint(), 0};
+  if (offset != n->value.MemberEnd() && offset->value.IsUint()) out.offset = offset->value.GetUint();
+  return out;
+}
+
 }  // namespace
+
+std::optional<SlotKey> splitSlotKey(const std::string& keyJson) {
+  rapidjson::Document d;
+  d.Parse(keyJson.c_str(), keyJson.size());
+  if (d.HasParseError() || !d.IsObject()) return std::nullopt;
+  auto c = d.FindMember("concat");
+  if (c == d.MemberEnd() || !c->value.IsArray() || c->value.Size() < 2) return std::nullopt;
+  const auto& parts = c->value.GetArray();
+  if (!parts[parts.Size() - 1].IsUint()) return std::nullopt;
+  SlotKey k;
+  k.slot = parts[parts.Size() - 1].GetUint();
+  for (rapidjson::SizeType i = 0; i + 1 < parts.Size(); ++i) k.prefix.push_back(compact(parts[i]));
+  return k;
+}
+
+ListedRule listedRule(std::string exprJson, std::string comment) {
+  ListedRule r{std::move(exprJson), std::move(comment), std::nullopt};
+  rapidjson::Document d;
+  d.Parse(r.exprJson.c_str(), r.exprJson.size());
+  if (!d.HasParseError()) r.numgenDnat = numgenDnatOf(d);
+  return r;
+}
 
 std::optional<ListedTable> parseListing(const std::string& json, std::string* error) {
   rapidjson::Document doc;
@@ -64,7 +129,7 @@ std::optional<ListedTable> parseListing(const std::string& json, std::string* er
     } else if (item.HasMember("rule")) {
       const auto& r = item["rule"];
       if (!r.HasMember("expr")) continue;
-      t.chains[str(r, "chain")].rules.push_back({compact(r["expr"]), str(r, "comment")});
+      t.chains[str(r, "chain")].rules.push_back({compact(r["expr"]), str(r, "comment"), numgenDnatOf(r["expr"])});
     } else if (item.HasMember("set") || item.HasMember("map")) {
       bool isMap = item.HasMember("map");
       const auto& s = isMap ? item["map"] : item["set"];
@@ -74,11 +139,11 @@ std::optional<ListedTable> parseListing(const std::string& json, std::string* er
       if (isMap) ls.dataType = str(s, "map");
       if (!s.HasMember("elem") || !s["elem"].IsArray()) continue;
       for (auto& e : s["elem"].GetArray()) {
-        if (isMap && e.IsArray() && e.Size() == 2) {
-          ls.elements[compact(unwrapKey(e[0]))] = compact(e[1]);
-        } else {
-          ls.elements[compact(unwrapKey(e))] = "";
-        }
+        const rapidjson::Value& wrapped = isMap && e.IsArray() && e.Size() == 2 ? e[0] : e;
+        std::string key = compact(unwrapKey(wrapped));
+        std::string comment = elementComment(wrapped);
+        if (!comment.empty()) ls.comments[key] = std::move(comment);
+        ls.elements[std::move(key)] = isMap && e.IsArray() && e.Size() == 2 ? compact(e[1]) : "";
       }
     }
   }

@@ -85,7 +85,6 @@ struct World {
 
   World() {
     cfg.nodeName = "node-a";
-    cfg.backendShards = 2;
     cfg.clusterCidrV4 = net::parseCidr("10.0.0.0/8");
     cfg.clusterCidrV6 = net::parseCidr("fd00:10::/48");
     host.addresses = {{"lo", "127.0.0.1", net::Family::V4},   {"lo", "::1", net::Family::V6},

@@ -16,7 +16,6 @@ namespace {
 render::NodeConfig smallConfig() {
   render::NodeConfig cfg;
   cfg.nodeName = "node-a";
-  cfg.backendShards = 2;
   cfg.clusterCidrV4 = net::parseCidr("10.244.0.0/16");
   return cfg;
 }
@@ -46,7 +45,8 @@ size_t count(const nft::Transaction& t, Verb v, Kind k) {
 bool onlyTouches(const nft::Transaction& t, const std::string& needle) {
   for (const auto& op : t.ops()) {
     if (op.kind == Kind::Chain || op.kind == Kind::Rule) {
-      if (op.name.find(needle) == std::string::npos) return false;
+      // The shared pick chains belong to no service.
+      if (op.name.find(needle) == std::string::npos && op.name.find("pick-") == std::string::npos) return false;
     } else if (op.kind == Kind::Element && op.name.rfind("backends-", 0) != 0 &&
                op.element().comment.find(needle) == std::string::npos && op.name != "hairpin") {
       return false;
@@ -70,18 +70,34 @@ TEST_CASE("a sync with no changes produces an empty transaction") {
   CHECK(p.sync(st).txn.empty());
 }
 
-TEST_CASE("adding one endpoint touches only that service: one element and its rule") {
+TEST_CASE("adding one endpoint re-points one dispatch element and adds its slot: no rule, no chain") {
   Pipeline p;
   auto st = twoServices();
+  // Other services with three and two endpoints: both pick chains stay in use.
+  st.upsertService(service("default", "api", {"10.96.0.30"}, {port("", 443)}));
+  st.upsertSlice(slice("default", "api-1", "api", {epPort("", 8443)}, {{"10.244.5.1"}, {"10.244.5.2"}, {"10.244.5.3"}}));
+  st.upsertService(service("default", "admin", {"10.96.0.31"}, {port("", 443)}));
+  st.upsertSlice(slice("default", "admin-1", "admin", {epPort("", 8443)}, {{"10.244.5.1"}, {"10.244.5.2"}}));
   p.sync(st);
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.2.3"}, {"10.244.3.4"}}));
   auto plan = p.sync(st);
   CHECK(onlyTouches(plan.txn, "web"));
-  CHECK(count(plan.txn, Verb::Flush, Kind::Chain) == 1);
-  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 1);
-  CHECK(count(plan.txn, Verb::Add, Kind::Element) == 2);  // the backend and its hairpin pair
-  CHECK(count(plan.txn, Verb::Delete, Kind::Element) == 0);
+  CHECK(count(plan.txn, Verb::Flush, Kind::Chain) == 0);
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
+  // service-ips: goto pick-tcp-2 -> goto pick-tcp-3 (delete + add of the key), slot 2, its hairpin pair.
+  CHECK(count(plan.txn, Verb::Delete, Kind::Element) == 1);
+  CHECK(count(plan.txn, Verb::Add, Kind::Element) == 3);
   CHECK(plan.txn.size() == 4);
+  CHECK(v4(p).sets["service-ips"].elements.at("{\"concat\":[\"10.96.0.10\",\"tcp\",80]}").first ==
+        "{\"goto\":{\"target\":\"pick-tcp-3\"}}");
+  // A count nobody had before adds its pick chain (one rule) in the same transaction.
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)},
+                       {{"10.244.1.2"}, {"10.244.2.3"}, {"10.244.3.4"}, {"10.244.3.5"}}));
+  plan = p.sync(st);
+  CHECK(count(plan.txn, Verb::Add, Kind::Chain) == 1);
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 1);
+  CHECK(v4(p).chains.count("pick-tcp-4") == 1);
+  CHECK(v4(p).chains.count("pick-tcp-3") == 1);  // api still uses it
 }
 
 TEST_CASE("swapping one endpoint for another is element-only") {
@@ -105,7 +121,8 @@ TEST_CASE("removing an endpoint moves at most one other and keeps shared hairpin
   auto plan = p.sync(st);
   CHECK(onlyTouches(plan.txn, "web"));
   for (const auto& op : plan.txn.ops()) CHECK(op.name != "hairpin");
-  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 1);
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
+  CHECK(v4(p).chains.count("pick-tcp-2") == 0);  // its last user is gone
   CHECK(v4(p).sets["hairpin"].elements.count("{\"concat\":[\"10.244.1.2\",\"10.244.1.2\"]}") == 1);
   // Once db drops it too, the pair goes.
   st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.7.7"}}));
@@ -119,23 +136,24 @@ TEST_CASE("a service losing all endpoints is rejected instead of dispatched, and
   p.sync(st);
   st.deleteSlice("default", "web", "web-1");
   p.sync(st);
-  CHECK(v4(p).chains.count("service-default/web/tcp/http") == 0);
+  CHECK(v4(p).sets["backends-tcp"].elements.count("{\"concat\":[\"10.96.0.10\",80,0]}") == 0);
   CHECK(v4(p).sets["no-endpoint-services"].elements.count("{\"concat\":[\"10.96.0.10\",\"tcp\",80]}") == 1);
   CHECK(v4(p).sets["service-ips"].elements.count("{\"concat\":[\"10.96.0.10\",\"tcp\",80]}") == 0);
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
   p.sync(st);
-  CHECK(v4(p).chains.count("service-default/web/tcp/http") == 1);
+  CHECK(v4(p).sets["backends-tcp"].elements.count("{\"concat\":[\"10.96.0.10\",80,0]}") == 1);
   CHECK(v4(p).sets["no-endpoint-services"].elements.empty());
 }
 
-TEST_CASE("deleting a service removes its chain and every element it owned") {
+TEST_CASE("deleting a service removes every element it owned, and a pick chain nobody uses any more") {
   Pipeline p;
   auto st = twoServices();
   p.sync(st);
   st.deleteService("default", "web");
   p.sync(st);
   auto& t = v4(p);
-  CHECK(t.chains.count("service-default/web/tcp/http") == 0);
+  CHECK(t.chains.count("pick-tcp-2") == 0);
+  CHECK(t.chains.count("pick-tcp-1") == 1);
   CHECK(t.sets["cluster-ips"].elements.count("\"10.96.0.10\"") == 0);
   CHECK(t.sets["service-ips"].elements.size() == 1);
   size_t backends = 0;
@@ -190,8 +208,8 @@ TEST_CASE("restart: reconciling with tables that already match changes nothing")
 
   render::Renderer fresh(smallConfig());
   fresh.adoptSlots(listed);
-  CHECK(fresh.slots() == p.renderer.slots());
   auto rs = fresh.render(st, nullptr);
+  CHECK(fresh.slots() == p.renderer.slots());
   auto plan = nft::planReconcile(listed, rs);
   CHECK_FALSE(plan.needsFull);
   CHECK(plan.txn.empty());
@@ -214,7 +232,7 @@ TEST_CASE("restart: reconciling repairs only what differs") {
   auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
   REQUIRE(p.kernel.commit(plan.txn).ok);
   CHECK(count(plan.txn, Verb::Add, Kind::Element) == 2);  // the two hairpin pairs
-  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 5);     // the services chain's five rules
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 9);     // the services chain's nine rules
   CHECK(count(plan.txn, Verb::Delete, Kind::Chain) == 1);
   CHECK(v4(p).sets["hairpin"].elements.size() == 2);
 }
@@ -234,6 +252,47 @@ TEST_CASE("a full resync flushes and refills without deleting the tables and dro
   CHECK(count(plan.txn, Verb::Flush, Kind::Table) == 2);
   REQUIRE(p.kernel.commit(plan.txn).ok);
   CHECK(v4(p).chains.count("service-default/gone/tcp/80") == 0);
-  CHECK(v4(p).chains.count("service-default/web/tcp/http") == 1);
+  CHECK(v4(p).chains.count("pick-tcp-2") == 1);
   CHECK(v4(p).sets["service-ips"].elements.size() == 2);
+}
+
+TEST_CASE("upgrade: the chain-per-service layout's endpoint orders are adopted and its objects replaced in one plan") {
+  // What the previous layout left: a service chain with `numgen random mod 2 offset 4` over a
+  // backends shard whose slots hold web's endpoints in an order a fresh render would not choose.
+  nft::ListedTable old;
+  old.exists = true;
+  nft::Rule dnat = nft::makeRule({nft::st::match(nft::ex::meta("l4proto"), "==", nft::ex::symbol("tcp")),
+                                  nft::st::dnatMap(nft::Family::IPv4, nft::ex::numgenRandom(2, 4), "backends-tcp-1")},
+                                 "default/web:http");
+  old.chains["service-default/web/tcp/http"].rules.push_back(nft::listedRule(dnat.exprJson, dnat.comment));
+  nft::ListedSet& shard = old.sets["backends-tcp-1"];
+  shard.isMap = true;
+  shard.keyType = {"integer"};
+  shard.elements["4"] = "{\"concat\":[\"10.244.2.3\",8080]}";
+  shard.elements["5"] = "{\"concat\":[\"10.244.1.2\",8080]}";
+  nft::ListedSet& dispatch = old.sets["service-ips"];
+  dispatch.isMap = true;
+  dispatch.keyType = {"ipv4_addr", "inet_proto", "inet_service"};
+  dispatch.dataType = "verdict";
+  dispatch.elements["{\"concat\":[\"10.96.0.10\",\"tcp\",80]}"] = "{\"goto\":{\"target\":\"service-default/web/tcp/http\"}}";
+  REQUIRE(old.chains["service-default/web/tcp/http"].rules[0].numgenDnat ==
+          nft::ListedNumgenDnat{"backends-tcp-1", 2, 4});
+
+  render::Renderer fresh(smallConfig());
+  fresh.adoptSlots({old, nft::ListedTable{}});
+  auto st = twoServices();
+  const nft::Ruleset& rs = fresh.render(st, nullptr);
+  CHECK(fresh.slots().orders().at("default/web").at("ip all/tcp/http") ==
+        render::EndpointOrder{"{\"concat\":[\"10.244.2.3\",8080]}", "{\"concat\":[\"10.244.1.2\",8080]}"});
+  auto plan = nft::planReconcile({old, nft::ListedTable{}}, rs);
+  bool chainGone = false, shardGone = false, repointed = false;
+  for (const auto& op : plan.txn.ops()) {
+    chainGone |= op.verb == Verb::Delete && op.kind == Kind::Chain && op.name == "service-default/web/tcp/http";
+    shardGone |= op.verb == Verb::Delete && op.kind == Kind::Set && op.name == "backends-tcp-1";
+    repointed |= op.verb == Verb::Add && op.kind == Kind::Element && op.name == "service-ips" &&
+                 op.element().value == "{\"goto\":{\"target\":\"pick-tcp-2\"}}";
+  }
+  CHECK(chainGone);
+  CHECK(shardGone);
+  CHECK(repointed);
 }

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
+#include <sstream>
 
 #include "nft/diff.h"
 #include "nft/fake.h"
@@ -24,7 +26,6 @@ namespace {
 render::NodeConfig cfgA() {
   render::NodeConfig cfg;
   cfg.nodeName = "node-a";
-  cfg.backendShards = 2;
   cfg.clusterCidrV4 = net::parseCidr("10.0.0.0/8");
   cfg.clusterCidrV6 = net::parseCidr("fd00:10::/48");
   return cfg;
@@ -398,6 +399,24 @@ TEST_CASE("golden: external services render to exactly unit/golden/external-serv
   std::string t = text(st, cfgA(), hostA());
   checkGolden("unit/golden/external-services.nft", t);
   // What each path does is asserted as behaviour in unit/behaviour_external_test.cc.
+
+  // No chain per service on the common path: base chains, the shared pick chains, and a
+  // firewall chain for the one service with source ranges.
+  {
+    std::istringstream lines(t);
+    std::set<std::string> chains;
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("add chain ip kube-proxy ", 0) == 0) chains.insert(line.substr(24, line.find(' ', 24) - 24));
+    for (const std::string& c : chains) {
+      INFO(c);
+      CHECK((c.rfind("pick-", 0) == 0 || c.rfind("nodeport-pick-", 0) == 0 || c == "firewall-ns1/svc6" ||
+             c.find('/') == std::string::npos));
+    }
+    CHECK(chains.count("pick-tcp-2"));           // svc1, svc2: both endpoints
+    CHECK(chains.count("pick-tcp-1"));           // svc3 (iTP=Local: the local one), svc5, svc6
+    CHECK(chains.count("pick-local-tcp-1"));     // svc2 from outside
+    CHECK(chains.count("nodeport-pick-local-tcp-1"));
+  }
 }
 
 TEST_CASE("terminating endpoints: the local set falls back on its own") {
@@ -438,7 +457,7 @@ TEST_CASE("incremental renders equal from-scratch ones through policy changes, c
   st.changedServices.clear();
 
   for (int step = 0; step < 6; ++step) {
-    render::BackendSlots before = inc.slots();
+    render::BackendOrders before = inc.slots();
     std::string a = "svc" + std::to_string(step), b = "svc" + std::to_string(step + 6);
     // Move endpoints between nodes (local sets change), flip a policy, delete an older claimant.
     std::vector<Ep> eps;
@@ -592,32 +611,33 @@ TEST_CASE("health-check index: kept up from each sync's changes, it equals a fro
   CHECK(index.ports().empty());
 }
 
-TEST_CASE("restart: local- ranges are adopted too, so an external state reconciles to nothing") {
+TEST_CASE("restart: the slot orders of every destination are adopted, so an external state reconciles to nothing") {
   FakePipeline p(cfgA());
   p.renderer.setHostAddresses(hostA());
   state::ClusterState st;
   st.setNode(nodeA());
+  auto local = [](const std::string& ip) { return Ep{ip, true, true, false, "node-a"}; };
+  const Ep remote{"10.180.0.1", true, true, false, "node-b"};
   st.upsertService(lbService("etp", "172.30.0.41", 3001, "Local"));
-  st.upsertSlice(remoteAndLocal("etp"));
+  st.upsertSlice(slice("ns1", "etp-1", "etp", {epPort("p80", 80)}, {remote, local("10.180.2.1"), local("10.180.2.2"), local("10.180.2.3")}));
   st.upsertService(lbService("itp", "172.30.0.42", 3002, "Cluster", "Local"));
-  st.upsertSlice(slice("ns1", "itp-1", "itp", {epPort("p80", 80)},
-                       {{"10.180.0.7", true, true, false, "node-a"}, {"10.180.0.8", true, true, false, "node-a"}}));
-  // Grow a local set past its first range, so its slot is no longer where a fresh render puts it.
+  st.upsertSlice(slice("ns1", "itp-1", "itp", {epPort("p80", 80)}, {local("10.180.0.7"), local("10.180.0.8"), local("10.180.0.9")}));
   p.sync(st);
-  st.upsertSlice(slice("ns1", "etp-1", "etp", {epPort("p80", 80)},
-                       {{"10.180.0.1", true, true, false, "node-b"}, {"10.180.2.1", true, true, false, "node-a"},
-                        {"10.180.2.2", true, true, false, "node-a"}, {"10.180.2.3", true, true, false, "node-a"},
-                        {"10.180.2.4", true, true, false, "node-a"}, {"10.180.2.5", true, true, false, "node-a"}}));
+  // Remove the first endpoints: the last ones move into their slots, so the orders are no longer
+  // the sorted ones a fresh render would choose.
+  st.upsertSlice(slice("ns1", "etp-1", "etp", {epPort("p80", 80)}, {remote, local("10.180.2.2"), local("10.180.2.3")}));
+  st.upsertSlice(slice("ns1", "itp-1", "itp", {epPort("p80", 80)}, {local("10.180.0.8"), local("10.180.0.9")}));
   p.sync(st);
+  CHECK(p.kernel.tables["ip kube-proxy"].sets["local-backends-tcp"].elements.at("{\"concat\":[\"1.2.3.4\",80,0]}").first ==
+        "{\"concat\":[\"10.180.2.3\",80]}");
   std::vector<nft::ListedTable> listed(2);
   p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
   p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
   render::Renderer fresh(cfgA());
   fresh.setHostAddresses(hostA());
   fresh.adoptSlots(listed);
-  // Every range where it was (the free list of the outgrown range is not in the kernel to adopt).
-  CHECK(fresh.slots().slots() == p.renderer.slots().slots());
   auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
+  CHECK(fresh.slots() == p.renderer.slots());
   CHECK_FALSE(plan.needsFull);
   CHECK(plan.txn.empty());
 }

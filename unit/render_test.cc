@@ -15,10 +15,9 @@ using namespace kpn::testing;
 
 namespace {
 
-render::NodeConfig config(int shards = 2) {
+render::NodeConfig config() {
   render::NodeConfig cfg;
   cfg.nodeName = "node-a";
-  cfg.backendShards = shards;
   cfg.clusterCidrV4 = net::parseCidr("10.244.0.0/16");
   return cfg;
 }
@@ -65,25 +64,21 @@ TEST_CASE("ready endpoints win; without any, serving terminating ones are used; 
   CHECK(render::usableEndpoints(p, {v6.get(), mixed.get()}, "IPv6", "").size() == 1);
 }
 
-TEST_CASE("backend slots are sticky: add appends, swap replaces in place, remove moves the last") {
-  render::BackendSlots s;
-  auto& a = s.place("o", "m", {"b", "a", "c"});
-  CHECK(a.order == std::vector<std::string>{"a", "b", "c"});
-  CHECK(a.capacity == 4);
-  CHECK(s.place("o", "m", {"a", "b", "c", "d"}).order == std::vector<std::string>{"a", "b", "c", "d"});
-  CHECK(s.place("o", "m", {"a", "x", "c", "d"}).order == std::vector<std::string>{"a", "x", "c", "d"});
-  CHECK(s.place("o", "m", {"x", "c", "d"}).order == std::vector<std::string>{"d", "x", "c"});
-  uint32_t base = s.slots().at("o").base;
-  // Outgrowing the range moves the service to a new one, keeping the order.
-  const auto& grown = s.place("o", "m", {"x", "c", "d", "e", "f"});
-  CHECK(grown.capacity == 8);
-  CHECK(grown.base != base);
-  CHECK(grown.order == std::vector<std::string>{"d", "x", "c", "e", "f"});
-  // Released ranges (the one it outgrew, then p's) are reused by the next service of that size.
-  CHECK(s.place("p", "m", {"1", "2"}).base == base);
-  s.release("p");
-  CHECK(s.place("q", "m", {"9"}).base == base);
-  CHECK(s.place("r", "m", {"9"}).base == 12);  // nothing free: the bump pointer, after o's 8
+TEST_CASE("endpoint orders are sticky: add appends, swap replaces in place, remove moves the last") {
+  render::BackendOrders s;
+  CHECK(s.place("ns/a", "o", {"b", "a", "c"}) == render::EndpointOrder{"a", "b", "c"});
+  CHECK(s.place("ns/a", "o", {"a", "b", "c", "d"}) == render::EndpointOrder{"a", "b", "c", "d"});
+  CHECK(s.place("ns/a", "o", {"a", "x", "c", "d"}) == render::EndpointOrder{"a", "x", "c", "d"});
+  CHECK(s.place("ns/a", "o", {"x", "c", "d"}) == render::EndpointOrder{"d", "x", "c"});
+  CHECK(s.place("ns/a", "o", {"x", "c", "d", "e", "f"}) == render::EndpointOrder{"d", "x", "c", "e", "f"});
+  // A new owner starts from an order listed for one of its destinations (start-up), else sorted.
+  s.adoptDestination("backends-tcp|\"10.96.0.1\",80", {"z", "y"});
+  CHECK(s.place("ns/b", "p", {"y", "z", "w"}, {"backends-tcp|\"10.96.0.9\",80", "backends-tcp|\"10.96.0.1\",80"}) ==
+        render::EndpointOrder{"z", "y", "w"});
+  CHECK(s.place("ns/c", "q", {"y", "z"}, {"backends-tcp|\"10.96.0.9\",80"}) == render::EndpointOrder{"y", "z"});
+  s.retain("ns/a", {});
+  CHECK(s.orders().count("ns/a") == 0);
+  CHECK(s.orders().count("ns/b") == 1);
 }
 
 TEST_CASE("golden: a small state renders to exactly unit/golden/small-state.nft") {
@@ -92,7 +87,7 @@ TEST_CASE("golden: a small state renders to exactly unit/golden/small-state.nft"
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.2.3"}}));
   st.upsertService(service("default", "dns", {"10.96.0.53"}, {port("dns", 53, api::Protocol::UDP)}));
   // The whole transaction a cold sync sends, as nft text.
-  checkGolden("unit/golden/small-state.nft", renderText(st, config(2)));
+  checkGolden("unit/golden/small-state.nft", renderText(st, config()));
 }
 
 TEST_CASE("headless, ExternalName and other proxies' services get no rules") {
@@ -116,7 +111,7 @@ TEST_CASE("headless, ExternalName and other proxies' services get no rules") {
   CHECK(text.find("10.96.0.8") == std::string::npos);
 }
 
-TEST_CASE("an incremental render equals a from-scratch render with the same backend slots") {
+TEST_CASE("an incremental render equals a from-scratch render with the same endpoint orders") {
   state::ClusterState st;
   for (int i = 0; i < 30; ++i) {
     std::string name = "svc" + std::to_string(i);
@@ -125,13 +120,13 @@ TEST_CASE("an incremental render equals a from-scratch render with the same back
     for (int e = 0; e <= i % 5; ++e) eps.push_back({"10.244." + std::to_string(i) + "." + std::to_string(e)});
     st.upsertSlice(slice("ns", name + "-x", name, {epPort("a", 8080), epPort("b", 5353, api::Protocol::UDP)}, eps));
   }
-  render::Renderer incremental(config(4));
+  render::Renderer incremental(config());
   incremental.render(st, nullptr);
   st.changedServices.clear();
 
   // A burst of changes: endpoints grown past capacity, swapped, removed; services gone and new.
   for (int step = 0; step < 6; ++step) {
-    render::BackendSlots before = incremental.slots();
+    render::BackendOrders before = incremental.slots();
     std::string a = "svc" + std::to_string(step), b = "svc" + std::to_string(step + 10);
     std::vector<Ep> many;
     for (int e = 0; e < 7 + step; ++e) many.push_back({"10.245." + std::to_string(step) + "." + std::to_string(e)});
@@ -143,12 +138,32 @@ TEST_CASE("an incremental render equals a from-scratch render with the same back
     st.changedServices.clear();
     nft::Ruleset inc = incremental.render(st, &changed);
 
-    render::Renderer scratch(config(4));
+    render::Renderer scratch(config());
     scratch.setSlots(before);
     nft::Ruleset full = scratch.render(st, nullptr);
     checkSameParts(inc, full, step);
     CHECK(scratch.slots() == incremental.slots());
   }
+}
+
+TEST_CASE("a pick chain's rule is exactly what nft 1.0.6 lists for it (restart compares them)") {
+  // From `nft -j list table` after loading `dnat ip to ip daddr . tcp dport . numgen random mod 2
+  // map @backends-tcp` from text: nft folds the `meta l4proto tcp` dependency into `tcp dport`.
+  auto chain = render::pickChain(nft::Family::IPv4, {render::KeySpace::Address, api::Protocol::TCP, 2});
+  CHECK(chain.name == "pick-tcp-2");
+  REQUIRE(chain.rules.size() == 1);
+  CHECK(chain.rules[0].exprJson ==
+        "[{\"dnat\":{\"family\":\"ip\",\"addr\":{\"map\":{\"key\":{\"concat\":[{\"payload\":{\"protocol\":\"ip\",\"field\":\"daddr\"}},"
+        "{\"payload\":{\"protocol\":\"tcp\",\"field\":\"dport\"}},{\"numgen\":{\"mode\":\"random\",\"mod\":2,\"offset\":0}}]},"
+        "\"data\":\"@backends-tcp\"}}}}]");
+  auto np = render::pickChain(nft::Family::IPv6, {render::KeySpace::LocalNodePort, api::Protocol::UDP, 3});
+  CHECK(np.name == "nodeport-pick-local-udp-3");
+  CHECK(np.rules[0].text == "dnat ip6 to udp dport . numgen random mod 3 offset 0 map @nodeport-local-backends-udp");
+  // The typeof declarations the start-up native call makes.
+  auto decls = render::backendsMapDeclarations(nft::Family::IPv4);
+  CHECK(decls.size() == 12);
+  CHECK(decls[0].name == "backends-tcp");
+  CHECK(decls[0].typeofSpec == "ip daddr . tcp dport . numgen random mod 1 : ip daddr . tcp dport");
 }
 
 // Defect 3 of issue 11: `nft -f` refuses comments over 128 bytes; "ns/name:port" reaches 191.

@@ -12,7 +12,6 @@ using namespace kpn::testing;
 TEST_CASE("syncer: lastChanges names an incremental sync's services, and is null after start-up and after a failure") {
   render::NodeConfig cfg;
   cfg.nodeName = "node-a";
-  cfg.backendShards = 2;
   render::Renderer renderer(cfg);
   nft::FakeRunner kernel;
   sync::Syncer syncer(renderer, kernel);
@@ -40,7 +39,6 @@ TEST_CASE("syncer: a start-up over another layout's table (a base chain on anoth
           "pointing at its chains) converts it in one commit: `flush table` leaves sets alone, so they are flushed") {
   render::NodeConfig cfg;
   cfg.nodeName = "node-a";
-  cfg.backendShards = 2;
   state::ClusterState st;
   st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));

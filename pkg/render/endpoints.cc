@@ -29,7 +29,8 @@ void collect(const api::ServicePort& sp, const std::vector<const api::EndpointSl
     for (const auto& ep : slice->endpoints) {
       if (ep.addresses.empty()) continue;
       // Upstream uses the first address only: all of an endpoint's addresses are one pod.
-      EndpointChoice c{ep.addresses.front(), *match->port, !nodeName.empty() && ep.nodeName == nodeName};
+      const bool local = !nodeName.empty() && ep.nodeName == nodeName;
+      EndpointChoice c{ep.addresses.front(), *match->port, local, local || nodeName.empty() || ep.nodeName.empty()};
       if (ep.conditions.isReady()) {
         out.ready.push_back(c);
         if (local && c.local) out.localReady.push_back(c);

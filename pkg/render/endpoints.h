@@ -15,8 +15,13 @@ struct EndpointChoice {
   std::string ip;  // canonical
   int32_t port = 0;
   bool local = false;
+  // Its traffic passes this node, so it can reach itself through a service here (hairpin): on
+  // this node, or without a nodeName (or we do not know our own name).
+  bool hairpinHere = false;
   bool operator<(const EndpointChoice& o) const { return ip != o.ip ? ip < o.ip : port < o.port; }
-  bool operator==(const EndpointChoice& o) const { return ip == o.ip && port == o.port && local == o.local; }
+  bool operator==(const EndpointChoice& o) const {
+    return ip == o.ip && port == o.port && local == o.local && hairpinHere == o.hairpinHere;
+  }
 };
 
 // All slices of one service; addressType "IPv4" or "IPv6" picks the family. Sorted, deduplicated.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "nft/json_text.h"
 
 namespace kpn::render {
 
@@ -120,9 +119,8 @@ Environment deriveEnvironment(const NodeConfig& cfg, const api::Node* node,
 nft::Stmt localTrafficMatch(nft::Family f, const FamilyEnvironment& env, bool negate) {
   const char* op = negate ? "!=" : "==";
   if (env.localKind == "iifname") {
-    // Quoted in native syntax: a trailing '*' is nft's interface-name wildcard ("veth*").
-    nft::Expr name{nft::jsonString(env.localValue), "\"" + env.localValue + "\""};
-    return nft::st::match(nft::ex::meta("iifname"), op, name);
+    // A trailing "*" is nft's interface-name wildcard ("veth*").
+    return nft::st::match(nft::ex::meta("iifname"), op, nft::ex::interfaceName(env.localValue));
   }
   auto c = net::parseCidr(env.localValue);
   return nft::st::match(nft::ex::payload(nft::familyName(f), "saddr"), op, nft::ex::prefix(c->address, c->prefixLen));

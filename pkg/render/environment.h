@@ -27,12 +27,11 @@ struct FamilyEnvironment {
   std::vector<std::string> nodePortIPs;  // otherwise: the addresses NodePorts answer on
   std::vector<std::string> serviceCIDRs;  // unallocated addresses inside are dropped
 
-  // What per-service Parts depend on; the rest only shapes the base part.
-  bool sameForServices(const FamilyEnvironment& o) const {
-    return localKind == o.localKind && localValue == o.localValue && nodeIPs == o.nodeIPs;
-  }
+  // What per-service Parts depend on (the node IPs a source range is tested against); the rest,
+  // the local-traffic detector included, only shapes the base part.
+  bool sameForServices(const FamilyEnvironment& o) const { return nodeIPs == o.nodeIPs; }
   bool operator==(const FamilyEnvironment& o) const {
-    return sameForServices(o) && nodePortMatchAll == o.nodePortMatchAll && nodePortIPs == o.nodePortIPs &&
+    return sameForServices(o) && localKind == o.localKind && localValue == o.localValue && nodePortMatchAll == o.nodePortMatchAll && nodePortIPs == o.nodePortIPs &&
            serviceCIDRs == o.serviceCIDRs;
   }
 };

@@ -1,23 +1,12 @@
 #include "pkg/render/layout.h"
 
-#include "pkg/render/comment.h"
+#include "pkg/render/pick_chains.h"
 
 namespace kpn::render {
 
 using namespace kpn::nft;
 
 namespace {
-
-const api::Protocol kProtocols[] = {api::Protocol::TCP, api::Protocol::UDP, api::Protocol::SCTP};
-
-std::string portKey(const api::ServicePort& p) { return p.name.empty() ? std::to_string(p.port) : p.name; }
-
-// FNV-1a: stable across runs and builds, unlike std::hash.
-uint32_t stableHash(const std::string& s) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return h;
-}
 
 Expr daddr(Family f) { return ex::payload(familyName(f), "daddr"); }
 Expr saddr(Family f) { return ex::payload(familyName(f), "saddr"); }
@@ -30,27 +19,9 @@ Chain baseChain(const char* name, const char* type, const char* hook, int prio, 
 
 }  // namespace
 
-std::string serviceChainName(const api::Service& svc, const api::ServicePort& port) {
-  return "service-" + svc.meta.ns + "/" + svc.meta.name + "/" + api::protocolName(port.protocol) + "/" + portKey(port);
-}
-
-std::string localChainName(const api::Service& svc, const api::ServicePort& port) {
-  return "local-" + svc.meta.ns + "/" + svc.meta.name + "/" + api::protocolName(port.protocol) + "/" + portKey(port);
-}
-
-std::string externalChainName(const api::Service& svc, const api::ServicePort& port) {
-  return "external-" + svc.meta.ns + "/" + svc.meta.name + "/" + api::protocolName(port.protocol) + "/" + portKey(port);
-}
+std::string portKey(const api::ServicePort& p) { return p.name.empty() ? std::to_string(p.port) : p.name; }
 
 std::string firewallChainName(const api::Service& svc) { return "firewall-" + svc.meta.ns + "/" + svc.meta.name; }
-
-std::string servicePortComment(const api::Service& svc, const api::ServicePort& port) {
-  return boundedComment(svc.meta.ns + "/" + svc.meta.name + ":" + portKey(port));
-}
-
-std::string backendsMapName(api::Protocol proto, const std::string& chainName, int shards) {
-  return std::string("backends-") + api::protocolName(proto) + "-" + std::to_string(stableHash(chainName) % shards);
-}
 
 Family toNftFamily(net::Family f) { return f == net::Family::V4 ? Family::IPv4 : Family::IPv6; }
 
@@ -67,14 +38,10 @@ std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
       {kNodePortIPs, {addr}, "", ""},
       {kMasqueradeIPs, {addr, "inet_proto", "inet_service"}, "", ""},
       {kMasqueradeNodePorts, {"inet_proto", "inet_service"}, "", ""},
+      {kLocalServiceIPs, {addr, "inet_proto", "inet_service"}, "verdict", ""},
+      {kLocalServiceNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
   };
-  // nft needs the protocol in the typeof of a map that yields a port, and refuses a rule whose
-  // protocol differs, so each protocol has its own shards.
-  for (api::Protocol p : kProtocols)
-    for (int k = 0; k < cfg.backendShards; ++k)
-      decls.push_back({std::string("backends-") + api::protocolName(p) + "-" + std::to_string(k), {}, "",
-                       std::string("numgen random mod 1 : ") + familyName(f) + " daddr . " + api::protocolName(p) +
-                           " dport"});
+  for (SetDecl& d : backendsMapDeclarations(f)) decls.push_back(std::move(d));
   return decls;
 }
 
@@ -109,6 +76,22 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
                               "masquerade external traffic of eTP=Cluster services"));
   services.push_back(onNodePortAddress({st::matchSet(nodePortKey, kMasqueradeNodePorts), markMasq},
                                        "masquerade NodePort traffic of eTP=Cluster services"));
+  // externalTrafficPolicy=Local destinations: the node's own traffic takes every endpoint and is
+  // masqueraded, pods (with a detector) take every endpoint with their source, and the rest (from
+  // outside) only this node's endpoints, keeping its source.
+  Stmt fromNode = st::match(ex::fib("saddr", "type"), "==", ex::symbol("local"));
+  Stmt notFromNode = st::match(ex::fib("saddr", "type"), "!=", ex::symbol("local"));
+  services.push_back(makeRule({fromNode, st::matchSet(serviceKeyExpr(f), kLocalServiceIPs), markMasq},
+                              "masquerade node traffic to eTP=Local services"));
+  services.push_back(onNodePortAddress({fromNode, st::matchSet(nodePortKey, kLocalServiceNodePorts), markMasq},
+                                       "masquerade node traffic to eTP=Local NodePorts"));
+  std::vector<Stmt> fromOutside = {notFromNode};
+  if (!env.localKind.empty()) fromOutside.push_back(localTrafficMatch(f, env, true));
+  std::vector<Stmt> outsideIPs = fromOutside, outsideNodePorts = fromOutside;
+  outsideIPs.push_back(st::vmap(serviceKeyExpr(f), kLocalServiceIPs));
+  outsideNodePorts.push_back(st::vmap(nodePortKey, kLocalServiceNodePorts));
+  services.push_back(makeRule(outsideIPs, "outside traffic to eTP=Local services: this node's endpoints"));
+  services.push_back(onNodePortAddress(outsideNodePorts, "outside traffic to eTP=Local NodePorts: this node's endpoints"));
   services.push_back(makeRule({st::vmap(serviceKeyExpr(f), kServiceIPs)}));
   services.push_back(onNodePortAddress({st::vmap(nodePortKey, kServiceNodePorts)}));
   // In filter-input the destination is local already: upstream leaves out the fib test here.

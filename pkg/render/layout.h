@@ -1,18 +1,18 @@
 // Our table layout: the names operators see in `nft list table ip kube-proxy`, and the base part
-// (hooks, dispatch chains, declarations) that does not depend on any Service.
+// (hooks, dispatch chains, declarations) that does not depend on any Service. Nothing on the common
+// path exists per Service: a Service is only elements (shared dispatch, pick_chains.h).
 //
 //   filter-prerouting-pre-dnat / filter-output-pre-dnat (dstnat-10, new conns) -> firewall-check:
-//        vmap @firewall-ips on daddr . l4proto . dport -> goto firewall-<ns>/<name> (source ranges)
-//   nat-prerouting / nat-output (dstnat)  -> services: vmap @service-ips on daddr . l4proto . dport
-//        (ClusterIPs, external IPs, LoadBalancer IPs), then NodePorts: daddr @nodeport-ips and vmap
-//        @service-nodeports on l4proto . dport
-//        -> goto service-<ns>/<name>/<proto>/<port>: dnat to numgen random mod N offset BASE
-//                                                     map @backends-<proto>-<shard>
-//        (external destinations of eTP=Cluster services are in @masquerade-ips/-nodeports: marked
-//        for masquerade by two base rules, then straight to service-<...>)
-//        -> goto local-<...>: the same over this node's endpoints (traffic policy Local)
-//        -> goto external-<...> (eTP=Local only): pods and the node short-circuit to service-,
-//           outside traffic to local-
+//        vmap @firewall-ips on daddr . l4proto . dport -> goto firewall-<ns>/<name> (source ranges;
+//        the one chain a Service can still own, only with loadBalancerSourceRanges)
+//   nat-prerouting / nat-output (dstnat) -> services:
+//        masquerade marks (@cluster-ips from outside the pods, @masquerade-ips/-nodeports for
+//        eTP=Cluster external destinations, the node's own traffic to eTP=Local ones), then
+//        outside traffic to eTP=Local destinations: vmap @local-service-ips / @local-service-nodeports
+//        -> goto pick-local-<proto>-<N> (this node's endpoints) or return (none: dropped in filter),
+//        then everything else: vmap @service-ips on daddr . l4proto . dport (ClusterIPs, external
+//        IPs, LB IPs) and, on the NodePort addresses, vmap @service-nodeports on l4proto . dport
+//        -> goto pick-<proto>-<N>: dnat to daddr . dport . numgen random mod N map @backends-<proto>
 //   nat-postrouting (srcnat) -> masquerading: marked packets, and hairpin pairs in @hairpin
 //   filter-input/forward/output (filter, new conns) -> reject or drop via @no-endpoint-services
 //        and (input) @no-endpoint-nodeports, unknown ports of live ClusterIPs via @cluster-ips,
@@ -45,19 +45,14 @@ inline const char* kNodePortIPs = "nodeport-ips";
 // by two base rules, so such a service needs no external-<...> chain of its own.
 inline const char* kMasqueradeIPs = "masquerade-ips";
 inline const char* kMasqueradeNodePorts = "masquerade-nodeports";
+// Outside traffic to externalTrafficPolicy=Local destinations: this node's endpoints only.
+inline const char* kLocalServiceIPs = "local-service-ips";
+inline const char* kLocalServiceNodePorts = "local-service-nodeports";
 
-// "service-<ns>/<name>/<proto>/<port name, or number when unnamed>"
-std::string serviceChainName(const api::Service& svc, const api::ServicePort& port);
-// "local-…" (this node's endpoints) and "external-…" (entry for NodePort / external / LB traffic)
-std::string localChainName(const api::Service& svc, const api::ServicePort& port);
-std::string externalChainName(const api::Service& svc, const api::ServicePort& port);
+// "<port name, or number when unnamed>"
+std::string portKey(const api::ServicePort& port);
 // "firewall-<ns>/<name>": the source-range check of a service's LoadBalancer IPs
 std::string firewallChainName(const api::Service& svc);
-// "<ns>/<name>:<port name or number>", the comment on a service's rules and elements (bounded:
-// render/comment.h)
-std::string servicePortComment(const api::Service& svc, const api::ServicePort& port);
-// The backends map a service chain uses: stable per chain name, spread over cfg.backendShards.
-std::string backendsMapName(api::Protocol proto, const std::string& chainName, int shards);
 
 nft::Family toNftFamily(net::Family f);
 

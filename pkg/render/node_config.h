@@ -19,7 +19,6 @@ struct NodeConfig {
   std::optional<net::Cidr> clusterCidrV6;
   bool masqueradeAll = false;
   uint32_t masqueradeMark = 0x4000;        // upstream's default bit 14; not a public API
-  int backendShards = 128;                 // backends maps per protocol and family
 
   // --nodeport-addresses: `primary` (the default, as upstream's nftables mode) or CIDRs.
   bool nodePortPrimary = true;

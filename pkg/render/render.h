@@ -1,31 +1,24 @@
-// State + node config -> the desired ruleset (both families).
-// renderServicePart is the pure core: one Service and its slices -> that Service's part of one
-// family's table. The Renderer around it reuses the previous part of every Service whose objects
-// did not change, which must equal a from-scratch render with the same backend slots (tested).
+// State + node config -> the desired ruleset (both families). The Renderer reuses the previous
+// Part of every Service whose objects did not change (service_part.h renders one), which must equal
+// a from-scratch render with the same endpoint orders (tested), and keeps the shared pick chains
+// (pick_chains.h) for exactly the endpoint counts in use, in a Part of their own.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "nft/listing.h"
 #include "nft/model.h"
-#include "pkg/render/backend_slots.h"
+#include "pkg/render/backend_order.h"
 #include "pkg/render/claims.h"
 #include "pkg/render/environment.h"
 #include "pkg/render/node_config.h"
+#include "pkg/render/service_part.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::render {
-
-// Services that get no rules: headless, ExternalName, or handled by another proxy.
-bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg);
-
-// Null when the service has nothing in this family. `env`: this family's environment (local-traffic
-// detector, node IPs); `claims`: who holds contested destinations (null: this service holds all).
-nft::PartPtr renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
-                               const NodeConfig& cfg, nft::Family family, BackendSlots& slots,
-                               const FamilyEnvironment& env = {}, const DestinationClaims* claims = nullptr);
 
 class Renderer {
  public:
@@ -34,14 +27,15 @@ class Renderer {
   // Renders everything. With `changed` (service keys), services outside it reuse their previous
   // parts; without it, every service is rendered again. The Node object, the ServiceCIDRs and the
   // host addresses are compared with the previous render's: a change the base chains alone see
-  // re-renders just the base part; one the services see (pod CIDR detector, node IP) all of them.
+  // re-renders just the base part; one the services see (a node IP) all of them.
   // Services that win or lose a contested destination through a change are re-rendered too.
   // The reference stays valid (and unchanged) until the next render: callers that keep a result
   // copy it, so a one-service change does not pay for copying 10k Parts before its commit.
   const nft::Ruleset& render(const state::ClusterState& st, const std::set<std::string>* changed);
 
-  // Start-up: take over the backend ranges our tables already use, so the first sync after a
-  // restart keeps every element where it is.
+  // Start-up: take over the endpoint orders our tables already hold (this layout's, or the
+  // chain-per-service layout's before it), so the first sync after a restart or an upgrade keeps
+  // every endpoint at its slot.
   void adoptSlots(const std::vector<nft::ListedTable>& kernel);
 
   // This namespace's addresses (NodePort addresses, the node IP without a Node object); call
@@ -50,8 +44,8 @@ class Renderer {
 
   const NodeConfig& config() const { return cfg_; }
   const Environment& environment() const { return env_; }
-  const BackendSlots& slots() const { return slots_; }
-  void setSlots(BackendSlots s) { slots_ = std::move(s); }
+  const BackendOrders& slots() const { return orders_; }
+  void setSlots(BackendOrders s) { orders_ = std::move(s); }
   // The declarations-only ruleset (no parts): what the start-up native transaction needs.
   nft::Ruleset skeleton() const;
 
@@ -61,13 +55,17 @@ class Renderer {
 
  private:
   NodeConfig cfg_;
-  BackendSlots slots_;
+  BackendOrders orders_;
   net::HostAddresses host_;
   Environment env_;
   bool haveEnv_ = false;
   DestinationClaims claims_;
   nft::Ruleset last_;  // the previous render, one table per family
   std::set<std::string> touched_;
+  // The pick chains each service's Parts use, per family, and how many services use each.
+  std::map<std::string, std::vector<Pick>> picksByService_[2];
+  std::map<Pick, int> pickUsers_[2];
+  void usePicks(size_t family, const std::string& key, std::vector<Pick> picks, bool* changed);
   bool lastWasIncremental_ = false;
 };
 

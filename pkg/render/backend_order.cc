@@ -1,0 +1,71 @@
+#include "pkg/render/backend_order.h"
+
+#include <algorithm>
+#include <set>
+
+namespace kpn::render {
+
+EndpointOrder stickyOrder(const EndpointOrder& previous, const std::vector<std::string>& endpoints) {
+  std::set<std::string> want(endpoints.begin(), endpoints.end());
+  EndpointOrder next(previous.size());
+  std::vector<size_t> holes;
+  for (size_t i = 0; i < previous.size(); ++i) {
+    if (want.erase(previous[i])) next[i] = previous[i];
+    else holes.push_back(i);
+  }
+  auto newcomer = want.begin();  // sorted: deterministic placement
+  for (size_t h : holes) {
+    if (newcomer == want.end()) break;
+    next[h] = *newcomer++;
+  }
+  for (; newcomer != want.end(); ++newcomer) next.push_back(*newcomer);
+  // Compact: move the last filled entries into any holes left.
+  for (;;) {
+    while (!next.empty() && next.back().empty()) next.pop_back();
+    auto hole = std::find(next.begin(), next.end(), std::string());
+    if (hole == next.end()) break;
+    *hole = next.back();
+    next.pop_back();
+  }
+  return next;
+}
+
+const EndpointOrder& BackendOrders::place(const std::string& serviceKey, const std::string& owner,
+                                          const std::vector<std::string>& endpoints,
+                                          const std::vector<std::string>& adoptFrom) {
+  auto& byOwner = orders_[serviceKey];
+  auto it = byOwner.find(owner);
+  if (it == byOwner.end()) {
+    EndpointOrder start;
+    for (const std::string& dest : adoptFrom) {
+      auto a = adopted_.find(dest);
+      if (a != adopted_.end()) {
+        start = a->second;
+        break;
+      }
+    }
+    it = byOwner.emplace(owner, std::move(start)).first;
+  }
+  it->second = stickyOrder(it->second, endpoints);
+  return it->second;
+}
+
+void BackendOrders::retain(const std::string& serviceKey, const std::vector<std::string>& keep) {
+  auto s = orders_.find(serviceKey);
+  if (s == orders_.end()) return;
+  for (auto it = s->second.begin(); it != s->second.end();) {
+    if (std::find(keep.begin(), keep.end(), it->first) == keep.end()) it = s->second.erase(it);
+    else ++it;
+  }
+  if (s->second.empty()) orders_.erase(s);
+}
+
+void BackendOrders::adoptOwner(const std::string& serviceKey, const std::string& owner, EndpointOrder order) {
+  orders_[serviceKey][owner] = std::move(order);
+}
+
+void BackendOrders::adoptDestination(const std::string& destination, EndpointOrder order) {
+  adopted_[destination] = std::move(order);
+}
+
+}  // namespace kpn::render

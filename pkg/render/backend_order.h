@@ -1,0 +1,49 @@
+// The sticky order of each endpoint set's slots. A service port has up to two endpoint sets per
+// family ("all": every usable endpoint; "local": this node's), and every destination that
+// dispatches to a set (ClusterIP, external IPs, LB IPs, NodePort) holds that set's endpoints at
+// slots 0..N-1 in that order. Orders survive syncs, so swapping one endpoint for another changes one
+// element per destination, an added endpoint takes slot N, and a removed one is replaced by the
+// last (which moves), never a renumbering of the whole service.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kpn::render {
+
+using EndpointOrder = std::vector<std::string>;  // element value JSON (address . port); index = slot
+
+class BackendOrders {
+ public:
+  // The order for `owner` (e.g. "ip all/tcp/http") of service `serviceKey` holding exactly
+  // `endpoints` (element value JSON, any order), updated stickily from its previous order. For an
+  // owner seen for the first time, `adoptFrom` names destinations whose listed slots (start-up)
+  // may give the order to keep; otherwise the endpoints are sorted.
+  const EndpointOrder& place(const std::string& serviceKey, const std::string& owner,
+                             const std::vector<std::string>& endpoints, const std::vector<std::string>& adoptFrom = {});
+  // Forgets every order of the service except those named in `keep`.
+  void retain(const std::string& serviceKey, const std::vector<std::string>& keep);
+  void erase(const std::string& serviceKey) { orders_.erase(serviceKey); }
+
+  // Start-up: an order found in the kernel, by owner (the chain-per-service layout, whose service
+  // chains name their service) or by destination ("<map>|<destination key parts>", the shared
+  // layout, whose elements are keyed by destination and slot).
+  void adoptOwner(const std::string& serviceKey, const std::string& owner, EndpointOrder order);
+  void adoptDestination(const std::string& destination, EndpointOrder order);
+  // After the first full render: adopted destinations not claimed by then never will be.
+  void dropAdopted() { adopted_.clear(); }
+
+  const std::map<std::string, std::map<std::string, EndpointOrder>>& orders() const { return orders_; }
+  bool operator==(const BackendOrders& o) const { return orders_ == o.orders_; }
+
+ private:
+  std::map<std::string, std::map<std::string, EndpointOrder>> orders_;  // service -> owner -> order
+  std::map<std::string, EndpointOrder> adopted_;                         // destination -> order
+};
+
+// The sticky update itself: survivors keep their slot, newcomers (sorted) fill holes and then
+// append; if endpoints went away, the last ones move into the holes left so slots stay [0, N).
+EndpointOrder stickyOrder(const EndpointOrder& previous, const std::vector<std::string>& endpoints);
+
+}  // namespace kpn::render

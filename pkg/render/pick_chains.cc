@@ -1,0 +1,74 @@
+#include "pkg/render/pick_chains.h"
+
+namespace kpn::render {
+
+using namespace kpn::nft;
+
+namespace {
+
+const api::Protocol kProtocols[] = {api::Protocol::TCP, api::Protocol::UDP, api::Protocol::SCTP};
+const KeySpace kSpaces[] = {KeySpace::Address, KeySpace::LocalAddress, KeySpace::NodePort, KeySpace::LocalNodePort};
+
+bool keyedByAddress(KeySpace s) { return s == KeySpace::Address || s == KeySpace::LocalAddress; }
+bool localSubset(KeySpace s) { return s == KeySpace::LocalAddress || s == KeySpace::LocalNodePort; }
+
+// The packet fields of a destination as nft names them: "ip daddr . tcp dport" or "tcp dport".
+std::vector<Expr> destinationFields(Family f, KeySpace s, api::Protocol proto) {
+  std::vector<Expr> fields;
+  if (keyedByAddress(s)) fields.push_back(ex::payload(familyName(f), "daddr"));
+  // `tcp dport`, not `th dport`: nft 1.0.6 JSON refuses `ip daddr . th dport` inside a dnat map
+  // ("conflicting protocols specified: ip vs. th"), so each protocol has its own maps and chains.
+  fields.push_back(ex::payload(api::protocolName(proto), "dport"));
+  return fields;
+}
+
+}  // namespace
+
+std::string backendsMapName(KeySpace space, api::Protocol proto) {
+  std::string name = space == KeySpace::NodePort || space == KeySpace::LocalNodePort ? "nodeport-" : "";
+  if (localSubset(space)) name += "local-";
+  return name + "backends-" + api::protocolName(proto);
+}
+
+std::string pickChainName(KeySpace space, api::Protocol proto, uint32_t endpoints) {
+  std::string name = space == KeySpace::NodePort || space == KeySpace::LocalNodePort ? "nodeport-" : "";
+  name += "pick-";
+  if (localSubset(space)) name += "local-";
+  return name + api::protocolName(proto) + "-" + std::to_string(endpoints);
+}
+
+Chain pickChain(Family f, const Pick& pick) {
+  std::vector<Expr> key = destinationFields(f, pick.space, pick.proto);
+  key.push_back(ex::numgenRandom(pick.endpoints, 0));
+  // nft lists the `meta l4proto` dependency of `tcp dport` as implied, so the rule has none.
+  return Chain{pick.chainName(),
+               std::nullopt,
+               {makeRule({st::dnatMap(f, ex::concat(key), backendsMapName(pick.space, pick.proto))})}};
+}
+
+std::vector<SetDecl> backendsMapDeclarations(Family f) {
+  std::vector<SetDecl> decls;
+  for (KeySpace s : kSpaces)
+    for (api::Protocol p : kProtocols) {
+      std::string spec;
+      for (const Expr& field : destinationFields(f, s, p)) spec += field.text + " . ";
+      spec += "numgen random mod 1 : " + std::string(familyName(f)) + " daddr . " + api::protocolName(p) + " dport";
+      decls.push_back({backendsMapName(s, p), {}, "", spec});
+    }
+  return decls;
+}
+
+std::vector<std::string> backendsMapNames() {
+  std::vector<std::string> names;
+  for (KeySpace s : kSpaces)
+    for (api::Protocol p : kProtocols) names.push_back(backendsMapName(s, p));
+  return names;
+}
+
+Expr slotKey(const std::vector<Expr>& dest, uint32_t slot) {
+  std::vector<Expr> parts = dest;
+  parts.push_back(ex::number(slot));
+  return ex::concat(parts);
+}
+
+}  // namespace kpn::render

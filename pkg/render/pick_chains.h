@@ -1,0 +1,62 @@
+// Shared dispatch: how a destination reaches one of its endpoints without a chain of its own.
+//
+// A dispatch verdict map (@service-ips, @service-nodeports, and for the outside traffic of
+// externalTrafficPolicy=Local destinations @local-service-ips, @local-service-nodeports) sends a
+// destination with N endpoints to the one shared chain `pick-<proto>-<N>` of its key space:
+//
+//   chain pick-tcp-3 { dnat ip to ip daddr . tcp dport . numgen random mod 3 map @backends-tcp }
+//
+// and that destination's N elements in the key space's backends map name its endpoints:
+// `10.96.0.10 . 80 . 0 : 10.244.1.2 . 8080`, `... . 1 : ...`, `... . 2 : ...`. The chains exist
+// only for the counts in use (created and deleted with the first and last destination of a count),
+// the maps are declared once at start-up (nft 1.0.6 JSON cannot declare a typeof map), and each map
+// is bound by one rule per count in use, so element loads stay linear (scale-floor.md §6).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nft/model.h"
+#include "pkg/api/types.h"
+
+namespace kpn::render {
+
+// Which packet fields key a destination, and which endpoints its elements hold.
+enum class KeySpace {
+  Address,       // daddr . dport: ClusterIPs, external IPs, LB IPs (all endpoints; iTP=Local: this node's)
+  LocalAddress,  // daddr . dport: outside traffic to eTP=Local external IPs / LB IPs (this node's)
+  NodePort,      // dport: NodePorts (the NodePort address test is done before the lookup)
+  LocalNodePort  // dport: outside traffic to eTP=Local NodePorts (this node's)
+};
+
+// "backends-tcp", "local-backends-tcp", "nodeport-backends-tcp", "nodeport-local-backends-tcp"
+std::string backendsMapName(KeySpace space, api::Protocol proto);
+// "pick-tcp-3", "pick-local-tcp-3", "nodeport-pick-tcp-3", "nodeport-pick-local-tcp-3"
+std::string pickChainName(KeySpace space, api::Protocol proto, uint32_t endpoints);
+
+struct Pick {
+  KeySpace space;
+  api::Protocol proto;
+  uint32_t endpoints;
+  std::string chainName() const { return pickChainName(space, proto, endpoints); }
+  bool operator<(const Pick& o) const {
+    if (space != o.space) return space < o.space;
+    if (proto != o.proto) return proto < o.proto;
+    return endpoints < o.endpoints;
+  }
+  bool operator==(const Pick& o) const { return space == o.space && proto == o.proto && endpoints == o.endpoints; }
+};
+
+// The chain itself: one dnat rule over the map of its key space.
+nft::Chain pickChain(nft::Family f, const Pick& pick);
+
+// Every backends map name (4 key spaces x 3 protocols).
+std::vector<std::string> backendsMapNames();
+// The typeof declarations of every backends map of one family (4 key spaces x 3 protocols).
+std::vector<nft::SetDecl> backendsMapDeclarations(nft::Family f);
+
+// The key of a destination's slot: `dest... . slot`; dest is the address and port, or the port.
+nft::Expr slotKey(const std::vector<nft::Expr>& dest, uint32_t slot);
+
+}  // namespace kpn::render

@@ -1,0 +1,144 @@
+// The service renderer's frame: which destinations this service holds in this family, which
+// endpoint sets its paths use (and their sticky slot orders); the paths do the rest.
+#include "pkg/render/service_part.h"
+
+#include <glog/logging.h>
+
+#include "pkg/render/comments.h"
+#include "pkg/render/layout.h"
+#include "pkg/render/service_paths.h"
+#include "pkg/state/cluster_state.h"
+
+namespace kpn::render {
+
+using namespace kpn::nft;
+
+bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg) {
+  if (svc.headless || svc.type == "ExternalName") return false;
+  // Any value of the label (the empty one too) hands the service to another proxy, as upstream's
+  // label selector does; the sources filter these out already.
+  if (svc.meta.labels.count("service.kubernetes.io/service-proxy-name")) return false;
+  return !svc.clusterIPs.empty();
+}
+
+std::string orderOwner(Family f, bool local, const std::string& proto, const std::string& portKey) {
+  return std::string(familyName(f)) + (local ? " local/" : " all/") + proto + "/" + portKey;
+}
+
+namespace {
+
+const char* addressTypeOf(Family f) { return f == Family::IPv4 ? "IPv4" : "IPv6"; }
+
+bool inFamily(const std::string& ip, Family family) {
+  auto f = net::familyOf(ip);
+  return f && toNftFamily(*f) == family;
+}
+
+std::vector<std::string> valuesOf(const std::vector<EndpointChoice>& eps) {
+  std::vector<std::string> out;
+  out.reserve(eps.size());
+  for (const auto& ep : eps) out.push_back(ex::concat({ex::addr(ep.ip), ex::number(ep.port)}).json);
+  return out;
+}
+
+}  // namespace
+
+ServicePart renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
+                              const NodeConfig& cfg, Family family, BackendOrders& orders,
+                              const FamilyEnvironment& env, const DestinationClaims* claims) {
+  ServicePart out;
+  ServiceContext s{svc, cfg, family, env, state::serviceKey(svc.meta.ns, svc.meta.name), "", false, false, {}, {}, false};
+  for (const auto& ip : svc.clusterIPs)
+    if (inFamily(ip, family)) {
+      s.clusterIP = ip;
+      break;
+    }
+  if (s.clusterIP.empty()) return out;  // as upstream: a family without a ClusterIP has no service
+  s.externalLocal = svc.externalTrafficPolicy == "Local";
+  s.internalLocal = svc.internalTrafficPolicy == "Local";
+  for (const auto& ip : loadBalancerVIPs(svc))
+    if (inFamily(ip, family)) s.externalAddrs.emplace_back(ip, true);
+  for (const auto& ip : svc.externalIPs)
+    if (inFamily(ip, family)) s.externalAddrs.emplace_back(ip, false);
+  for (const auto& text : svc.loadBalancerSourceRanges) {
+    auto c = net::parseCidr(text);
+    if (c && toNftFamily(c->family) == family) s.sourceRanges.push_back(*c);
+  }
+  // An unreadable range closes the firewall to every source (no return rule at all), rather
+  // than leaving the service open to all, or to more than its owner listed.
+  if (svc.sourceRangeUnreadable) s.sourceRanges.clear();
+  s.firewalled = !s.sourceRanges.empty() || svc.sourceRangeUnreadable;
+
+  auto owns = [&](const std::string& dest) { return !claims || claims->owns(s.key, dest); };
+  auto lost = [&](const std::string& what, const std::string& dest) {
+    LOG(WARNING) << "Service " << s.key << ": " << what << " is already used by Service " << claims->owner(dest)
+                 << " (the older one keeps it); not programmed for this service";
+  };
+  // A nodePort is one claim for both families: say so once, in the service's first family.
+  const bool firstFamily = inFamily(svc.clusterIPs.front(), family);
+
+  PartBuilder b;
+  b.part.elements.push_back(setElement(kClusterIPs, ex::addr(s.clusterIP), serviceComment(svc)));
+  std::set<std::string> seen;
+  for (const api::ServicePort& sp : svc.ports) {
+    const char* proto = api::protocolName(sp.protocol);
+    const std::string clusterDest = ipDestination(s.clusterIP, sp.protocol, sp.port);
+    if (!seen.insert(clusterDest).second) continue;  // a duplicate port: the API would have refused it
+    PortPlan p{sp, servicePortComment(svc, sp), categorizeEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName),
+               false, {}, std::nullopt, nullptr, nullptr};
+    p.ownsClusterIP = owns(clusterDest);
+    if (!p.ownsClusterIP) lost("ClusterIP port " + std::string(proto) + "/" + std::to_string(sp.port), clusterDest);
+    for (const auto& [ip, isVIP] : s.externalAddrs) {
+      std::string dest = ipDestination(ip, sp.protocol, sp.port);
+      if (!seen.insert(dest).second) continue;
+      if (owns(dest)) p.externalAddrs.emplace_back(ip, isVIP);
+      else
+        lost(std::string(isVIP ? "LoadBalancer IP " : "external IP ") + ip + " port " + proto + "/" +
+                 std::to_string(sp.port),
+             dest);
+    }
+    if (sp.nodePort > 0 && seen.insert(nodePortDestination(sp.protocol, sp.nodePort)).second) {
+      std::string dest = nodePortDestination(sp.protocol, sp.nodePort);
+      if (owns(dest)) p.nodePort = sp.nodePort;
+      else if (firstFamily) lost(std::string("nodePort ") + proto + "/" + std::to_string(sp.nodePort), dest);
+    }
+
+    // Which endpoint sets some path uses, and where a restart may find their listed slots.
+    const bool usesAll = !p.eps.cluster.empty() && ((!s.internalLocal && p.ownsClusterIP) || p.external());
+    const bool usesLocal = !p.eps.local.empty() && ((s.internalLocal && p.ownsClusterIP) || (s.externalLocal && p.external()));
+    std::vector<std::string> allFrom, localFrom;
+    const auto clusterSlots = addressSlotPrefix(s.clusterIP, sp.port);
+    (s.internalLocal ? localFrom : allFrom).push_back(destinationId(KeySpace::Address, sp.protocol, clusterSlots));
+    for (const auto& [ip, isVIP] : p.externalAddrs) {
+      allFrom.push_back(destinationId(KeySpace::Address, sp.protocol, addressSlotPrefix(ip, sp.port)));
+      localFrom.push_back(destinationId(KeySpace::LocalAddress, sp.protocol, addressSlotPrefix(ip, sp.port)));
+    }
+    if (p.nodePort) {
+      allFrom.push_back(destinationId(KeySpace::NodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
+      localFrom.push_back(destinationId(KeySpace::LocalNodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
+    }
+    if (usesAll) {
+      std::string owner = orderOwner(family, false, proto, portKey(sp));
+      p.all = &orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
+      out.orderOwners.push_back(owner);
+      addHairpins(b, p.eps.cluster);
+    }
+    if (usesLocal) {
+      std::string owner = orderOwner(family, true, proto, portKey(sp));
+      p.local = &orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
+      out.orderOwners.push_back(owner);
+      addHairpins(b, p.eps.local);
+    }
+
+    addClusterIPPath(b, s, p);
+    addExternalPaths(b, s, p);
+    addFirewallKeys(b, s, p);
+  }
+  addFirewallChain(b, s);
+  nft::shrinkToFit(b.part);
+  out.part = std::make_shared<Part>(std::move(b.part));
+  out.picks.assign(b.picks.begin(), b.picks.end());
+  return out;
+}
+
+}  // namespace kpn::render

@@ -1,0 +1,40 @@
+// One Service and its EndpointSlices -> that Service's Part of one family's table: only elements
+// (shared dispatch, pick_chains.h), plus a firewall chain when it has loadBalancerSourceRanges.
+//
+// renderServicePart is pure except for one argument it mutates: `orders`, the sticky slot orders
+// of the service's endpoint sets (it places the sets this render uses; the caller retains them).
+// Each traffic path has its own file: service_cluster_ip.cc, service_external.cc,
+// service_firewall.cc; service_dispatch.cc writes a destination's slots and dispatch element.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nft/model.h"
+#include "pkg/render/backend_order.h"
+#include "pkg/render/claims.h"
+#include "pkg/render/environment.h"
+#include "pkg/render/node_config.h"
+#include "pkg/render/pick_chains.h"
+
+namespace kpn::render {
+
+// Services that get no rules: headless, ExternalName, or handled by another proxy.
+bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg);
+
+struct ServicePart {
+  nft::PartPtr part;                     // null: nothing in this family
+  std::vector<Pick> picks;               // the shared pick chains its dispatch elements go to
+  std::vector<std::string> orderOwners;  // the endpoint orders it placed (BackendOrders owners)
+};
+
+// `env`: this family's environment (node IPs for source ranges); `claims`: who holds contested
+// destinations (null: this service holds all).
+ServicePart renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
+                              const NodeConfig& cfg, nft::Family family, BackendOrders& orders,
+                              const FamilyEnvironment& env = {}, const DestinationClaims* claims = nullptr);
+
+// "<family> all/<proto>/<port>" or "<family> local/<proto>/<port>": a service's endpoint set.
+std::string orderOwner(nft::Family f, bool local, const std::string& proto, const std::string& portKey);
+
+}  // namespace kpn::render

@@ -1,0 +1,81 @@
+// Internal to the service renderer (service_part.h): what every traffic path of one service port
+// needs to know, and the builder they all add to.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nft/model.h"
+#include "pkg/net/ip.h"
+#include "pkg/render/backend_order.h"
+#include "pkg/render/claims.h"
+#include "pkg/render/endpoints.h"
+#include "pkg/render/environment.h"
+#include "pkg/render/node_config.h"
+#include "pkg/render/pick_chains.h"
+
+namespace kpn::render {
+
+struct ServiceContext {
+  const api::Service& svc;
+  const NodeConfig& cfg;
+  nft::Family family;
+  const FamilyEnvironment& env;
+  std::string key;        // ns/name
+  std::string clusterIP;  // this family's
+  bool externalLocal = false, internalLocal = false;
+  // The LB IPs first: an address that is both an LB IP and an external IP gets the firewall.
+  std::vector<std::pair<std::string, bool>> externalAddrs;  // (address, is an LB IP)
+  std::vector<net::Cidr> sourceRanges;                      // this family's
+  bool firewalled = false;  // ranges of this family, or an unreadable one (closes the LB IPs)
+};
+
+struct PortPlan {
+  const api::ServicePort& sp;
+  std::string comment;
+  EndpointSets eps;
+  bool ownsClusterIP = false;
+  std::vector<std::pair<std::string, bool>> externalAddrs;  // the ones this service holds
+  std::optional<int32_t> nodePort;                           // held by this service
+  // The slot orders of the endpoint sets in use (null: that set is not used by any path).
+  const EndpointOrder* all = nullptr;
+  const EndpointOrder* local = nullptr;
+  bool hasEndpoints() const { return !eps.cluster.empty() || !eps.local.empty(); }
+  bool external() const { return !externalAddrs.empty() || nodePort.has_value(); }
+};
+
+struct PartBuilder {
+  nft::Part part;
+  std::set<Pick> picks;
+  std::set<std::string> hairpins;
+  bool firewallUsed = false;
+};
+
+// Destination keys as the dispatch maps and the backends maps spell them.
+nft::Expr addressKey(const std::string& ip, api::Protocol proto, int32_t port);  // ip . proto . port
+nft::Expr nodePortKey(api::Protocol proto, int32_t nodePort);                     // proto . port
+std::vector<nft::Expr> addressSlotPrefix(const std::string& ip, int32_t port);  // ip . port (. slot)
+std::vector<nft::Expr> nodePortSlotPrefix(int32_t nodePort);                    // port (. slot)
+// "<map>|<destination parts JSON>": how BackendOrders names a listed destination.
+std::string destinationId(KeySpace space, api::Protocol proto, const std::vector<nft::Expr>& dest);
+
+// The destination's slots in its key space's backends map, and its element in `dispatchMap` that
+// sends it to the pick chain of that many endpoints.
+void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<nft::Expr>& dest,
+                const nft::Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order);
+// A verdict (nft::dropVerdict(), returnVerdict(), gotoVerdict(reject-chain)) for a key of a map.
+void verdictFor(PartBuilder& b, const PortPlan& p, const std::string& map, const nft::Expr& key,
+                const nft::Expr& verdict);
+// Hairpin pairs for the endpoints of `eps` that can reach themselves through this node.
+void addHairpins(PartBuilder& b, const std::vector<EndpointChoice>& eps);
+
+// The traffic paths.
+void addClusterIPPath(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
+void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
+// The firewall keys of one port (LB IPs with source ranges) and, once per service, its chain.
+void addFirewallKeys(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
+void addFirewallChain(PartBuilder& b, const ServiceContext& s);
+
+}  // namespace kpn::render
