@@ -128,6 +128,7 @@ Element keyOnly(const std::string& set, const std::string& keyJson) {
 
 Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<std::string>* onlyOwners) {
   Plan plan;
+  if (onlyOwners) plan.owners = *onlyOwners;
   Phases ph;
   struct Pending {
     int count = 0;
@@ -371,8 +372,30 @@ ElementIndex buildIndex(const Ruleset& rs) {
   return idx;
 }
 
-void applyCommitted(Committed& c, Ruleset to, const Plan& plan) {
-  c.ruleset = std::move(to);
+namespace {
+bool sameTables(const Ruleset& a, const Ruleset& b) {
+  if (a.tables.size() != b.tables.size()) return false;
+  for (size_t i = 0; i < a.tables.size(); ++i)
+    if (a.tables[i].family != b.tables[i].family || a.tables[i].name != b.tables[i].name) return false;
+  return true;
+}
+}  // namespace
+
+void applyCommitted(Committed& c, const Ruleset& to, const Plan& plan) {
+  if (plan.owners && sameTables(c.ruleset, to)) {
+    for (size_t i = 0; i < to.tables.size(); ++i) {
+      Table& mine = c.ruleset.tables[i];
+      const Table& theirs = to.tables[i];
+      if (!(mine.sets == theirs.sets)) mine.sets = theirs.sets;
+      for (const std::string& owner : *plan.owners) {
+        auto n = theirs.parts.find(owner);
+        if (n == theirs.parts.end()) mine.parts.erase(owner);
+        else mine.parts[owner] = n->second;
+      }
+    }
+  } else {
+    c.ruleset = to;
+  }
   if (plan.rebuildIndex) {
     c.elements = buildIndex(c.ruleset);
     return;

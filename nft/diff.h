@@ -9,6 +9,7 @@
 // value fails in the kernel).
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -56,6 +57,10 @@ struct Plan {
   };
   std::vector<IndexDelta> indexDeltas;
   bool rebuildIndex = false;  // reconcile/full plans: rebuild the index from the ruleset instead
+  // Incremental plans from an incremental render: the only owners whose Parts may differ, so that
+  // applyCommitted updates just those (copying 10k Parts' map after each one-endpoint change cost
+  // more than the commit). nullopt: take over the whole ruleset.
+  std::optional<std::set<std::string>> owners;
   // Reconcile only: the kernel holds something a targeted change cannot fix (a set of another
   // type, a base chain with another hook); the caller should run a full plan instead.
   bool needsFull = false;
@@ -68,7 +73,7 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to);
 Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to);
 
 // After a successful commit of plan: `to` becomes the committed state.
-void applyCommitted(Committed& c, Ruleset to, const Plan& plan);
+void applyCommitted(Committed& c, const Ruleset& to, const Plan& plan);
 
 // Every element of the ruleset with its reference count (for reconcile/full and tests).
 ElementIndex buildIndex(const Ruleset& rs);

@@ -90,14 +90,56 @@ TEST_CASE("adding one endpoint re-points one dispatch element and adds its slot:
   CHECK(plan.txn.size() == 4);
   CHECK(v4(p).sets["service-ips"].elements.at("{\"concat\":[\"10.96.0.10\",\"tcp\",80]}").first ==
         "{\"goto\":{\"target\":\"pick-tcp-3\"}}");
-  // A count nobody had before adds its pick chain (one rule) in the same transaction.
+  // A count in the pool (render::kPooledCounts) has its chain already: still elements only.
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)},
                        {{"10.244.1.2"}, {"10.244.2.3"}, {"10.244.3.4"}, {"10.244.3.5"}}));
   plan = p.sync(st);
+  CHECK(count(plan.txn, Verb::Add, Kind::Chain) == 0);
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
+  CHECK(v4(p).chains.count("pick-tcp-4") == 1);
+  CHECK(v4(p).chains.count("pick-tcp-3") == 1);
+  // A count above the pool that nobody had before adds its pick chain (one rule) in the same
+  // transaction, and its last user takes it away again.
+  std::vector<Ep> many;
+  for (uint32_t i = 0; i <= render::kPooledCounts; ++i) many.push_back({"10.244.4." + std::to_string(i + 1)});
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, many));
+  plan = p.sync(st);
+  const std::string above = "pick-tcp-" + std::to_string(render::kPooledCounts + 1);
   CHECK(count(plan.txn, Verb::Add, Kind::Chain) == 1);
   CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 1);
-  CHECK(v4(p).chains.count("pick-tcp-4") == 1);
-  CHECK(v4(p).chains.count("pick-tcp-3") == 1);  // api still uses it
+  CHECK(v4(p).chains.count(above) == 1);
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.2.3"}}));
+  plan = p.sync(st);
+  CHECK(count(plan.txn, Verb::Delete, Kind::Chain) == 1);
+  CHECK(v4(p).chains.count(above) == 0);
+}
+
+TEST_CASE("the pool of pick chains comes with a key space's first destination and goes with its last") {
+  Pipeline p;
+  auto st = twoServices();
+  p.sync(st);
+  for (uint32_t n = 1; n <= render::kPooledCounts; ++n) CHECK(v4(p).chains.count("pick-tcp-" + std::to_string(n)) == 1);
+  CHECK(v4(p).chains.count("pick-udp-1") == 0);  // no UDP destination
+  CHECK(v4(p).chains.count("pick-local-tcp-1") == 0);
+  // Before any element of its map: the kernel's walk over the map at binding time finds nothing.
+  st.upsertService(service("default", "dns", {"10.96.0.53"}, {port("dns", 53, api::Protocol::UDP)}));
+  st.upsertSlice(slice("default", "dns-1", "dns", {epPort("dns", 5353, api::Protocol::UDP)}, {{"10.244.6.1"}}));
+  auto plan = p.sync(st);
+  CHECK(count(plan.txn, Verb::Add, Kind::Chain) == render::kPooledCounts);
+  size_t firstElement = plan.txn.size(), lastPickRule = 0;
+  for (size_t i = 0; i < plan.txn.size(); ++i) {
+    const auto& op = plan.txn.ops()[i];
+    if (op.kind == Kind::Element && op.name == "backends-udp") firstElement = std::min(firstElement, i);
+    if (op.kind == Kind::Rule && op.name.rfind("pick-udp-", 0) == 0) lastPickRule = i;
+  }
+  CHECK(lastPickRule < firstElement);
+  st.deleteService("default", "dns");
+  p.sync(st);
+  CHECK(v4(p).chains.count("pick-udp-1") == 0);
+  st.deleteService("default", "web");
+  st.deleteService("default", "db");
+  p.sync(st);
+  for (const auto& [name, c] : v4(p).chains) CHECK(name.find("pick-") == std::string::npos);
 }
 
 TEST_CASE("swapping one endpoint for another is element-only") {
@@ -122,7 +164,7 @@ TEST_CASE("removing an endpoint moves at most one other and keeps shared hairpin
   CHECK(onlyTouches(plan.txn, "web"));
   for (const auto& op : plan.txn.ops()) CHECK(op.name != "hairpin");
   CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
-  CHECK(v4(p).chains.count("pick-tcp-2") == 0);  // its last user is gone
+  CHECK(v4(p).chains.count("pick-tcp-2") == 1);  // its last user is gone, but it is pooled
   CHECK(v4(p).sets["hairpin"].elements.count("{\"concat\":[\"10.244.1.2\",\"10.244.1.2\"]}") == 1);
   // Once db drops it too, the pair goes.
   st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.7.7"}}));
@@ -145,14 +187,14 @@ TEST_CASE("a service losing all endpoints is rejected instead of dispatched, and
   CHECK(v4(p).sets["no-endpoint-services"].elements.empty());
 }
 
-TEST_CASE("deleting a service removes every element it owned, and a pick chain nobody uses any more") {
+TEST_CASE("deleting a service removes every element it owned; the pooled pick chains stay") {
   Pipeline p;
   auto st = twoServices();
   p.sync(st);
   st.deleteService("default", "web");
   p.sync(st);
   auto& t = v4(p);
-  CHECK(t.chains.count("pick-tcp-2") == 0);
+  CHECK(t.chains.count("pick-tcp-2") == 1);  // pooled
   CHECK(t.chains.count("pick-tcp-1") == 1);
   CHECK(t.sets["cluster-ips"].elements.count("\"10.96.0.10\"") == 0);
   CHECK(t.sets["service-ips"].elements.size() == 1);

@@ -39,6 +39,13 @@ struct FakePipeline {
     auto r = kernel.commit(plan.txn);
     REQUIRE_MESSAGE(r.ok, r.error);
     nft::applyCommitted(committed, rs, plan);
+    // After an incremental plan only the touched owners are taken over: that must leave exactly
+    // the Parts (the same pointers) a copy of the whole ruleset would.
+    REQUIRE(committed.ruleset.tables.size() == rs.tables.size());
+    for (size_t t = 0; t < rs.tables.size(); ++t) {
+      CHECK(committed.ruleset.tables[t].sets == rs.tables[t].sets);
+      CHECK(committed.ruleset.tables[t].parts == rs.tables[t].parts);
+    }
     return plan;
   }
 };

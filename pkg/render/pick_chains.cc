@@ -46,6 +46,16 @@ Chain pickChain(Family f, const Pick& pick) {
                {makeRule({st::dnatMap(f, ex::concat(key), backendsMapName(pick.space, pick.proto))})}};
 }
 
+std::set<Pick> declaredPicks(const std::map<Pick, int>& users) {
+  std::set<Pick> picks;
+  for (const auto& [pick, n] : users) {
+    if (n <= 0) continue;
+    picks.insert(pick);
+    for (uint32_t count = 1; count <= kPooledCounts; ++count) picks.insert(Pick{pick.space, pick.proto, count});
+  }
+  return picks;
+}
+
 std::vector<SetDecl> backendsMapDeclarations(Family f) {
   std::vector<SetDecl> decls;
   for (KeySpace s : kSpaces)

@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,17 @@ struct Pick {
 
 // The chain itself: one dnat rule over the map of its key space.
 nft::Chain pickChain(nft::Family f, const Pick& pick);
+
+// Counts 1..kPooledCounts have their pick chain in every key space and protocol that has a
+// destination at all, used or not. Why: the kernel walks every element of a map when a rule in a
+// new chain binds it (nf_tables_bind_set), ~15 ms for a 100k-element backends map and 85% of an
+// endpoint-added commit at 10k x 10; with the chain already there a count change is an element
+// re-point. The pool is created while its map is still empty (the first destination of a key
+// space and protocol brings it: the walk finds nothing), and each extra binding costs an element
+// add only a register check. Counts above the pool get their chain when first used, as before.
+constexpr uint32_t kPooledCounts = 16;
+// The pick chains to declare for these users (count of destinations per pick).
+std::set<Pick> declaredPicks(const std::map<Pick, int>& users);
 
 // Every backends map name (4 key spaces x 3 protocols).
 std::vector<std::string> backendsMapNames();

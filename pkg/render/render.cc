@@ -17,16 +17,16 @@ std::string ownerOf(const std::string& serviceKey) { return "svc " + serviceKey;
 const char* kBaseOwner = "base";
 const char* kPicksOwner = "picks";  // the shared pick chains for the endpoint counts in use
 
-PartPtr picksPart(Family f, const std::map<Pick, int>& users) {
+PartPtr picksPart(Family f, const std::set<Pick>& picks) {
   auto part = std::make_shared<Part>();
-  for (const auto& [pick, n] : users) part->chains.push_back(pickChain(f, pick));
+  for (const Pick& pick : picks) part->chains.push_back(pickChain(f, pick));
   nft::shrinkToFit(*part);
   return part;
 }
 
 }  // namespace
 
-void Renderer::usePicks(size_t family, const std::string& key, std::vector<Pick> picks, bool* changed) {
+void Renderer::usePicks(size_t family, const std::string& key, std::vector<Pick> picks) {
   auto& byService = picksByService_[family];
   auto& users = pickUsers_[family];
   auto old = byService.find(key);
@@ -34,15 +34,11 @@ void Renderer::usePicks(size_t family, const std::string& key, std::vector<Pick>
     if (old->second == picks) return;
     for (const Pick& p : old->second) {
       auto u = users.find(p);
-      if (--u->second == 0) {
-        users.erase(u);
-        *changed = true;
-      }
+      if (--u->second == 0) users.erase(u);
     }
     byService.erase(old);
   }
-  for (const Pick& p : picks)
-    if (users[p]++ == 0) *changed = true;
+  for (const Pick& p : picks) ++users[p];
   if (!picks.empty()) byService.emplace(key, std::move(picks));
 }
 
@@ -102,7 +98,6 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
 
   if (!incremental)
     for (size_t f = 0; f < 2; ++f) picksByService_[f].clear(), pickUsers_[f].clear();
-  bool picksChanged = !incremental;
   for (const std::string& key : keys) {
     if (incremental) touched_.insert(ownerOf(key));
     const api::Service* svc = proxied(key);
@@ -118,7 +113,7 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
       ServicePart sp;
       if (svc) sp = renderServicePart(*svc, slices, cfg_, t.family, orders_, env_.of(t.family), &claims_);
       placed.insert(placed.end(), sp.orderOwners.begin(), sp.orderOwners.end());
-      usePicks(f, key, std::move(sp.picks), &picksChanged);
+      usePicks(f, key, std::move(sp.picks));
       if (sp.part) t.parts[ownerOf(key)] = std::move(sp.part);
       else t.parts.erase(ownerOf(key));
     }
@@ -132,9 +127,12 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
     for (const std::string& key : gone) orders_.erase(key);
     orders_.dropAdopted();
   }
-  if (picksChanged) {
-    for (size_t f = 0; f < last_.tables.size(); ++f)
-      last_.tables[f].parts[kPicksOwner] = picksPart(last_.tables[f].family, pickUsers_[f]);
+  // A count change inside the pool leaves the declared chains as they are: elements only.
+  for (size_t f = 0; f < last_.tables.size(); ++f) {
+    std::set<Pick> picks = declaredPicks(pickUsers_[f]);
+    if (incremental && picks == declaredPicks_[f]) continue;
+    last_.tables[f].parts[kPicksOwner] = picksPart(last_.tables[f].family, picks);
+    declaredPicks_[f] = std::move(picks);
     if (incremental) touched_.insert(kPicksOwner);
   }
   return last_;
