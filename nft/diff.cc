@@ -15,14 +15,31 @@ std::string indexSetKey(Family f, const std::string& table, const std::string& s
   return k;
 }
 
-const ElementRef* ElementIndex::find(const std::string& setKey, const std::string& keyJson) const {
+const ElementRef* ElementIndex::find(const std::string& setKey, std::string_view keyJson) const {
   auto s = sets_.find(setKey);
   if (s == sets_.end()) return nullptr;
   auto e = s->second.find(keyJson);
   return e == s->second.end() ? nullptr : &e->second;
 }
 
-void ElementIndex::erase(const std::string& setKey, const std::string& keyJson) {
+void ElementIndex::add(const std::string& setKey, const Element& e, const PartPtr& part) {
+  auto [it, inserted] = sets_[setKey].try_emplace(std::string_view(e.key));
+  if (inserted) {
+    it->second.element = &e;
+    it->second.keep = part;
+  }
+  ++it->second.count;
+}
+
+void ElementIndex::set(const std::string& setKey, ElementRef ref) {
+  auto& elems = sets_[setKey];
+  // The key is a view into the entry's element: a new element brings its own.
+  elems.erase(std::string_view(ref.element->key));
+  std::string_view key(ref.element->key);
+  elems.emplace(key, std::move(ref));
+}
+
+void ElementIndex::erase(const std::string& setKey, std::string_view keyJson) {
   auto s = sets_.find(setKey);
   if (s == sets_.end()) return;
   s->second.erase(keyJson);
@@ -135,6 +152,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
     const Element* elem = nullptr;
     const Table* table = nullptr;
     const PartPtr* owner = nullptr;  // elem's Part
+    bool inNew = false;              // elem is from the new Part (else only an old one has it)
   };
   std::map<std::string, Pending> overlay;  // ordered: element operations come out grouped by set
   auto touch = [&](const Table& t, const Element& e) -> Pending& {
@@ -197,6 +215,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
           ++p.count;
           p.elem = &e;
           p.owner = newPart;
+          p.inNew = true;
         }
     };
     auto samePart = [](const PartPtr& a, const PartPtr& b) { return a == b || *a == *b; };
@@ -237,12 +256,19 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
       const std::string& value = p.elem->value;
       if (!had) {
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
-      } else if (c->valueJson != value) {
+      } else if (c->valueJson() != value) {
         ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
       }
-      if (!had || c->count != p.count || c->valueJson != value)
-        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, ElementRef{p.count, value}});
+      // A new Part's copy is always taken, so that the replaced Part can go; an element only an
+      // old Part had (still owned by an untouched owner) keeps its indexed copy alive.
+      if (p.inNew) {
+        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, ElementRef{p.count, p.elem, *p.owner}});
+      } else if (c->count != p.count) {
+        ElementRef kept = *c;
+        kept.count = p.count;
+        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, std::move(kept)});
+      }
     } else if (had) {
       ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
       plan.indexDeltas.push_back({std::move(setKey), p.elem->key, std::nullopt});
@@ -365,9 +391,7 @@ ElementIndex buildIndex(const Ruleset& rs) {
   for (const Table& t : rs.tables)
     for (const auto& [owner, part] : t.parts)
       for (const Element& e : part->elements) {
-        ElementRef& r = idx(indexSetKey(t.family, t.name, e.set), e.key);
-        ++r.count;
-        r.valueJson = e.value;
+        idx.add(indexSetKey(t.family, t.name, e.set), e, part);
       }
   return idx;
 }
@@ -401,7 +425,7 @@ void applyCommitted(Committed& c, const Ruleset& to, const Plan& plan) {
     return;
   }
   for (const auto& d : plan.indexDeltas) {
-    if (d.ref) c.elements(d.setKey, d.keyJson) = *d.ref;
+    if (d.ref) c.elements.set(d.setKey, *d.ref);
     else c.elements.erase(d.setKey, d.keyJson);
   }
 }

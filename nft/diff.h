@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,22 +24,27 @@ namespace kpn::nft {
 
 // Element presence with reference counts: several owners may contribute the same set element (the
 // hairpin pair of a pod that backs several services); it stays while any owner still has it.
+// The index copies no strings: it points at one owner's copy of the element and keeps that Part
+// alive (at 10k x 10 the copied keys and values were ~30 MB of the settled daemon's ~100 MB heap).
 struct ElementRef {
   int count = 0;
-  std::string valueJson;
+  const Element* element = nullptr;  // one committed copy; its key is the index key
+  PartPtr keep;                      // the Part *element lives in
+  const std::string& valueJson() const { return element->value; }
 };
-// By set ("family|table|set", stored once per set rather than once per element), then by key
-// JSON: at 10k services the prefix copies were ~half of the index's key strings, and a backend
-// map's keys (numbers) now fit in a string's inline buffer.
+// By set ("family|table|set"), then by key JSON (a view of element->key).
 class ElementIndex {
  public:
-  const ElementRef* find(const std::string& setKey, const std::string& keyJson) const;
-  ElementRef& operator()(const std::string& setKey, const std::string& keyJson) { return sets_[setKey][keyJson]; }
-  void erase(const std::string& setKey, const std::string& keyJson);
+  const ElementRef* find(const std::string& setKey, std::string_view keyJson) const;
+  // One more owner of e (which lives in part); the first owner's copy stays the indexed one.
+  void add(const std::string& setKey, const Element& e, const PartPtr& part);
+  // Replaces the entry of ref.element's key.
+  void set(const std::string& setKey, ElementRef ref);
+  void erase(const std::string& setKey, std::string_view keyJson);
   size_t size() const;
 
  private:
-  std::unordered_map<std::string, std::unordered_map<std::string, ElementRef>> sets_;
+  std::unordered_map<std::string, std::unordered_map<std::string_view, ElementRef>> sets_;
 };
 // "family|table|set"
 std::string indexSetKey(Family f, const std::string& table, const std::string& set);

@@ -338,3 +338,27 @@ TEST_CASE("upgrade: the chain-per-service layout's endpoint orders are adopted a
   CHECK(shardGone);
   CHECK(repointed);
 }
+
+TEST_CASE("the element index points at a committed copy and keeps its Part alive") {
+  auto part = std::make_shared<nft::Part>();
+  part->elements.push_back(nft::setElement("hairpin", nft::ex::concat({nft::ex::addr("10.244.1.2"), nft::ex::addr("10.244.1.2")})));
+  const std::string key = part->elements[0].key;
+  nft::ElementIndex idx;
+  idx.add("ip|kube-proxy|hairpin", part->elements[0], part);
+  auto other = std::make_shared<nft::Part>(*part);  // a second owner of the same element
+  idx.add("ip|kube-proxy|hairpin", other->elements[0], other);
+  part.reset();  // the first owner's Part is replaced: the index still holds it
+  const nft::ElementRef* r = idx.find("ip|kube-proxy|hairpin", key);
+  REQUIRE(r != nullptr);
+  CHECK(r->count == 2);
+  CHECK(r->element->key == key);
+  // Re-pointing to another copy re-keys the entry with that copy's key.
+  idx.set("ip|kube-proxy|hairpin", nft::ElementRef{1, &other->elements[0], other});
+  r = idx.find("ip|kube-proxy|hairpin", key);
+  REQUIRE(r != nullptr);
+  CHECK(r->count == 1);
+  CHECK(r->element == &other->elements[0]);
+  idx.erase("ip|kube-proxy|hairpin", key);
+  CHECK(idx.find("ip|kube-proxy|hairpin", key) == nullptr);
+  CHECK(idx.size() == 0);
+}
