@@ -8,9 +8,10 @@
 //
 // and that destination's N elements in the key space's backends map name its endpoints:
 // `10.96.0.10 . 80 . 0 : 10.244.1.2 . 8080`, `... . 1 : ...`, `... . 2 : ...`. The chains exist
-// only for the counts in use (created and deleted with the first and last destination of a count),
-// the maps are declared once at start-up (nft 1.0.6 JSON cannot declare a typeof map), and each map
-// is bound by one rule per count in use, so element loads stay linear (scale-floor.md §6).
+// for counts 1..kPooledCounts in every key space and protocol with a destination (below) and for
+// larger counts while in use, the maps are declared once at start-up (nft 1.0.6 JSON cannot
+// declare a typeof map), and each map is bound by one rule per declared count, so element loads
+// stay linear (scale-floor.md §6).
 #pragma once
 
 #include <cstdint>
