@@ -20,6 +20,7 @@ LDFLAGS  += -fsanitize=address,undefined
 endif
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
 PYTHON   := /usr/bin/python3
+NPROC    := $(shell nproc)
 LIB_SRCS := $(sort $(wildcard nft/*.cc pkg/*/*.cc))
 LIB_OBJS := $(LIB_SRCS:%.cc=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(sort $(wildcard unit/*.cc))
@@ -108,18 +109,23 @@ $(FOREIGN_TABLES): e2e/foreign_tables.c
 unit: deps $(UNIT_BIN)
 	$(UNIT_BIN)
 
-# The unit tests again with AddressSanitizer + UndefinedBehaviorSanitizer, in their own build dir.
+# The unit tests with AddressSanitizer + UndefinedBehaviorSanitizer (and LeakSanitizer), in their
+# own build dir. `make test` runs them this way.
 ASAN_BUILD := build/asan
+ASAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 unit-asan: deps
-	$(MAKE) BUILD=$(ASAN_BUILD) SANITIZE=1 $(ASAN_BUILD)/unit-tests
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(ASAN_BUILD)/unit-tests
+	$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(ASAN_BUILD) SANITIZE=1 $(ASAN_BUILD)/unit-tests
+	$(ASAN_ENV) $(ASAN_BUILD)/unit-tests
 
 e2e: deps $(BIN) $(FOREIGN_TABLES)
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
-# Unit tests first (no root), then the real-kernel scenarios; pytest's summary line ends the run.
-test: deps $(BIN) $(UNIT_BIN) $(FOREIGN_TABLES)
-	$(UNIT_BIN)
+# The README's test command, and CI's. Packages first, then the daemon and the sanitized unit
+# tests, each built in parallel (CI calls plain `make test`); the unit tests run under ASan +
+# UBSan + LSan (no root), then the real-kernel scenarios; pytest's summary line ends the run.
+test: deps
+	$(MAKE) --no-print-directory -j$(NPROC) $(BIN) $(FOREIGN_TABLES)
+	$(MAKE) --no-print-directory unit-asan
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # For bench/libnftables_cache_cost.py: the cache-scope interposers as an LD_PRELOAD library.
