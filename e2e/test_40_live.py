@@ -228,27 +228,77 @@ def test_configmap_style_symlink_swap_in_the_folder_is_followed(lab):
     assert not errs and set(own) == {e2.v4}, f"after the ..data swap: {own} {errs}"
 
 
-@beyond_contract
-def test_udp_flow_pinned_to_a_removed_endpoint_is_cleared(lab):
+CT_RE = re.compile(r"^udp\s+\d+\s+\d+\s+.*?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+) .*?"
+                   r"src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+).*?id=(\d+)")
+
+
+def udp_flows(lab, family):
+    """The node's UDP conntrack entries of one family: {(orig src, orig dst, sport, dport): (reply src, id)}."""
+    out = netlab.sh(["conntrack", "-L", "-p", "udp", "-f", family, "-o", "id"], ns=lab.node, check=False).stdout
+    flows = {}
+    for line in out.splitlines():
+        m = CT_RE.match(line)
+        if m:
+            flows[(m[1], m[2], int(m[3]), int(m[4]))] = (m[5], m[9])
+    return flows
+
+
+@pytest.mark.parametrize("family", ["ipv4", "ipv6"])
+def test_udp_flow_pinned_to_a_removed_endpoint_is_cleared(lab, family):
     """Upstream deletes conntrack entries of UDP flows to endpoints that went away; otherwise a
-    client that keeps its socket (DNS resolvers do) talks to the removed endpoint forever."""
+    client that keeps its socket (DNS resolvers do) talks to the removed endpoint forever. The
+    daemon's reconciler does it right after the sync that removed the endpoint; flows that are not
+    to that service (another service, a pod directly) keep their entries."""
+    v6 = family == "ipv6"
     client = lab.add_pod("client")
-    e1, e2 = lab.add_backends(2, tcp=[], udp=[5353])
+    e1, e2, e3 = lab.add_backends(3, tcp=[], udp=[5353])
+    ip = (lambda p: p.v6) if v6 else (lambda p: p.v4)
+    dns_vip, other_vip = ("fd00:10:96::1:70", "fd00:10:96::1:71") if v6 else ("10.96.1.70", "10.96.1.71")
     dns = [("dns", 53, "UDP", 5353)]
-    lab.manifests.write("dns.yaml", [service("dns", dns, ["10.96.1.70"]),
-                                     endpoint_slice("dns", [e1.v4], [("dns", 5353, "UDP")])])
+    addr_type = "IPv6" if v6 else "IPv4"
+
+    def files(ep):
+        return [service("dns", dns, [dns_vip]), endpoint_slice("dns", [ip(ep)], [("dns", 5353, "UDP")], address_type=addr_type),
+                service("other", dns, [other_vip]),
+                endpoint_slice("other", [ip(e3)], [("dns", 5353, "UDP")], address_type=addr_type)]
+
+    lab.manifests.write("dns.yaml", files(e1))
     d = lab.start_daemon()
     cli = lab.agent(client)
-    cli.udp_open("s", "10.96.1.70", 53)
-    assert cli.udp_ask("s") == f"{e1.v4} {client.v4}"
-    with d.change():
-        lab.manifests.write("dns.yaml", [service("dns", dns, ["10.96.1.70"]),
-                                         endpoint_slice("dns", [e2.v4], [("dns", 5353, "UDP")])])
-    time.sleep(0.5)
+    cli.udp_open("s", dns_vip, 53, sport=40053)           # the client under test, fixed source port
+    cli.udp_open("other", other_vip, 53, sport=40054)     # an untouched service
+    cli.udp_open("direct", ip(e1), 5353, sport=40055)     # straight to the pod that leaves the service
+    assert cli.udp_ask("s") == f"{ip(e1)} {ip(client)}"
+    assert cli.udp_ask("other") == f"{ip(e3)} {ip(client)}"
+    assert cli.udp_ask("direct") == f"{ip(e1)} {ip(client)}"
+    flow = (ip(client), dns_vip, 40053, 53)
+    other = (ip(client), other_vip, 40054, 53)
+    direct = (ip(client), ip(e1), 40055, 5353)
+    before = udp_flows(lab, family)
+    assert before.get(flow, (None,))[0] == ip(e1), f"no entry of the flow to {ip(e1)}: {before}"
+    assert other in before and direct in before, before
+
+    r = {}
+    with d.change(result=r):
+        lab.manifests.write("dns.yaml", files(e2))
+    synced = len(d.syncs())
+    # The cleanup follows that one sync on its own thread: wait for the entry to go (bounded).
+    deadline = time.monotonic() + 5
+    while flow in udp_flows(lab, family) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    after = udp_flows(lab, family)
+    assert flow not in after, f"the stale entry of {flow} is still there: {after}"
+    assert len(d.syncs()) == synced, "the entry went only after a later sync"
+    assert "conntrack reconcile family=" + ("IPv6" if v6 else "IPv4") in d.stderr()
+    # Untouched: the same entries (same conntrack ids), not deleted and re-created.
+    assert after.get(other) == before[other], f"the other service's flow was disturbed: {after}"
+    assert after.get(direct) == before[direct], f"the direct pod flow was disturbed: {after}"
+    # The same socket, the same source port: its next packets reach the live endpoint.
     res = [cli.udp_ask("s") for _ in range(3)]
-    print(res, lab.conntrack("udp"))
-    assert all(r == f"{e2.v4} {client.v4}" for r in res), \
-        f"the same UDP flow still reaches the removed endpoint {e1.v4}: {res}"
+    assert all(x == f"{ip(e2)} {ip(client)}" for x in res), \
+        f"the same UDP flow still reaches the removed endpoint {ip(e1)}: {res}"
+    assert udp_flows(lab, family).get(flow, (None,))[0] == ip(e2)
+    assert cli.udp_ask("other") == f"{ip(e3)} {ip(client)}"
 
 
 @beyond_contract
