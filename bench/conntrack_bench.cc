@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
   auto t1 = std::chrono::steady_clock::now();
   conntrack::Frontends fe = conntrack::Frontends::build(*index.snapshot(), AF_INET);
   const double frontendsMs = msSince(t1);
+  const long rssBeforePass = statusKb("VmRSS");
   const double cpu0 = cpuMs();
   auto first = conntrack::reconcileFamily(*table, AF_INET, fe);
   const double firstCpu = cpuMs() - cpu0;
@@ -156,9 +157,9 @@ int main(int argc, char** argv) {
       "{\"services\": %u, \"endpoints_each\": %u, \"entries_created\": %zu, \"fill_ms\": %.0f, \"snapshot_ms\": %.1f, "
       "\"frontends_ms\": %.1f, \"pass_ms\": %.1f, \"pass_cpu_ms\": %.1f, \"scanned\": %zu, \"stale\": %zu, \"deleted\": %zu, "
       "\"second_pass_ms\": %.1f, \"second_pass_cpu_ms\": %.1f, \"second_scanned\": %zu, \"second_deleted\": %zu, \"error\": \"%s\", "
-      "\"rss_kb_before\": %ld, \"rss_kb_after\": %ld, \"hwm_kb_before\": %ld, \"hwm_kb_after\": %ld}\n",
+      "\"rss_kb_before\": %ld, \"rss_kb_before_pass\": %ld, \"rss_kb_after\": %ld, \"hwm_kb_before\": %ld, \"hwm_kb_after\": %ld}\n",
       services, endpoints, created, fillMs, snapshotMs, frontendsMs, first.seconds * 1000, firstCpu, first.scanned, first.stale,
       first.deleted, second.seconds * 1000, secondCpu, second.scanned, second.deleted, (first.error + second.error).c_str(),
-      rssBefore, rssAfter, hwmBefore, hwmAfter);
+      rssBefore, rssBeforePass, rssAfter, hwmBefore, hwmAfter);
   return first.error.empty() && first.deleted == stale && second.deleted == 0 ? 0 : 1;
 }

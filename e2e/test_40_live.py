@@ -301,6 +301,33 @@ def test_udp_flow_pinned_to_a_removed_endpoint_is_cleared(lab, family):
     assert cli.udp_ask("other") == f"{ip(e3)} {ip(client)}"
 
 
+def test_udp_flow_that_predates_its_service_reaches_the_first_endpoint(lab):
+    """A client that sends before its service is programmed (a resolver retrying at boot) leaves a
+    conntrack entry whose reply source is the VIP itself: the packet went out un-DNATed. Its later
+    packets match that entry (not new: no DNAT) and vanish until it times out. Once the service has
+    endpoints the entry goes (upstream's reconciler does the same: the reply source is no endpoint),
+    and the same socket reaches the endpoint. (A packet rejected for lack of endpoints leaves no
+    entry: it is dropped before conntrack confirms it.)"""
+    client = lab.add_pod("client")
+    (e1,) = lab.add_backends(1, tcp=[], udp=[5353])
+    dns = [("dns", 53, "UDP", 5353)]
+    lab.manifests.write("other.yaml", [service("other", dns, ["10.96.1.73"])])
+    d = lab.start_daemon()
+    cli = lab.agent(client)
+    cli.udp_open("s", "10.96.1.72", 53, sport=40072)
+    assert cli.udp_ask("s", timeout=0.5).startswith("ERR:")
+    flow = (client.v4, "10.96.1.72", 40072, 53)
+    assert udp_flows(lab, "ipv4").get(flow, (None,))[0] == "10.96.1.72", udp_flows(lab, "ipv4")
+    with d.change():
+        lab.manifests.write("dns.yaml", [service("dns", dns, ["10.96.1.72"]),
+                                         endpoint_slice("dns", [e1.v4], [("dns", 5353, "UDP")])])
+    deadline = time.monotonic() + 5
+    while udp_flows(lab, "ipv4").get(flow, (None,))[0] == "10.96.1.72" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert udp_flows(lab, "ipv4").get(flow, (None,))[0] != "10.96.1.72", "the un-DNATed entry is still there"
+    assert cli.udp_ask("s") == f"{e1.v4} {client.v4}"
+
+
 @beyond_contract
 def test_periodic_syncs_repair_a_table_damaged_by_someone_else(lab):
     client = lab.add_pod("client")

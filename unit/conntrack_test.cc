@@ -105,7 +105,7 @@ TEST_CASE("conntrack: a UDP flow to a ClusterIP whose reply source is no serving
   CHECK_FALSE(fe.isStale(udp("10.96.0.10", 53, "10.244.0.5")));
   CHECK_FALSE(fe.isStale(udp("10.96.0.10", 53, "10.244.0.6")));
   CHECK(fe.isStale(udp("10.96.0.10", 53, "10.244.0.7")));  // the endpoint that went away
-  // The reject path's entry, left while the service had no endpoints: its reply comes from the VIP.
+  // An entry whose packets went out un-DNATed (before the service was programmed): its reply source is the VIP.
   CHECK(fe.isStale(udp("10.96.0.10", 53, "10.96.0.10")));
   // Another port of the same IP, another IP, and TCP: not ours to judge.
   CHECK_FALSE(fe.isStale(udp("10.96.0.10", 54, "10.244.0.7")));

@@ -40,7 +40,11 @@ struct IpHash {
     uint64_t a, b;
     std::memcpy(&a, ip.bytes.data(), 8);
     std::memcpy(&b, ip.bytes.data() + 8, 8);
-    return std::hash<uint64_t>()(a * 0x9E3779B97F4A7C15ull ^ b);
+    // splitmix64's finaliser: IPv4 addresses differ in a few middle bits only.
+    uint64_t h = a ^ (b * 0x9E3779B97F4A7C15ull);
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    return static_cast<size_t>(h ^ (h >> 31));
   }
 };
 

@@ -2,9 +2,9 @@
 // a flow whose original destination is a service frontend (ClusterIP, LoadBalancer IP or external
 // IP, with the service port; or any address with a NodePort) and whose reply source is not a
 // serving endpoint of that service port. That covers flows DNATed to an endpoint that went away,
-// and the entries the reject path left while the service had no endpoints (their reply source is
-// the service IP itself). Frontends without serving endpoints are left out: their flows are
-// rejected anyway, and deleting them would only make the next packet create the same entry.
+// and flows to a service that had no endpoints and now has some: an entry whose packets went out
+// un-DNATed has the service IP itself as reply source. Frontends without serving endpoints are
+// left out: nothing there can be DNATed right, and new flows are rejected anyway.
 // Traffic policies, topology and terminating state are ignored on purpose, as upstream does: a
 // policy change must not cut UDP flows that TCP would keep.
 #pragma once
@@ -39,7 +39,7 @@ class Frontends {
     bool operator==(const IpPort& o) const { return port == o.port && ip == o.ip; }
   };
   struct IpPortHash {
-    size_t operator()(const IpPort& k) const { return IpHash()(k.ip) ^ (size_t(k.port) * 0x100000001b3ull); }
+    size_t operator()(const IpPort& k) const { return IpHash()(k.ip) ^ (size_t(k.port) * 0x9E3779B97F4A7C15ull); }
   };
   struct Claim {
     std::string rank;
