@@ -328,6 +328,42 @@ def test_udp_flow_that_predates_its_service_reaches_the_first_endpoint(lab):
     assert cli.udp_ask("s") == f"{e1.v4} {client.v4}"
 
 
+METRICS = ("import urllib.request; "
+           "print(urllib.request.urlopen('http://127.0.0.1:10249/metrics', timeout=5).read().decode())")
+
+
+def test_udp_flow_to_a_nodeport_leaves_its_removed_endpoint_and_the_metric_counts_it(lab):
+    """The NodePort side of the rule (any node address, the nodePort): an outside client's flow
+    to a removed endpoint goes after the sync, and kubeproxy_conntrack_reconciler_* say so."""
+    client = lab.add_external_client()
+    e1, e2 = lab.add_backends(2, tcp=[], udp=[5353])
+    dns = [("dns", 53, "UDP", 5353, 30053)]
+
+    def files(ep):
+        return [service("dns", dns, ["10.96.1.74"], type="NodePort"),
+                endpoint_slice("dns", [ep.v4], [("dns", 5353, "UDP")])]
+
+    lab.manifests.write("dns.yaml", files(e1))
+    d = lab.start_daemon()
+    cli = lab.agent(client)
+    cli.udp_open("s", netlab.NODE_V4, 30053, sport=40074)
+    assert cli.udp_ask("s").split()[0] == e1.v4
+    flow = (client.v4, netlab.NODE_V4, 40074, 30053)
+    assert udp_flows(lab, "ipv4").get(flow, (None,))[0] == e1.v4, udp_flows(lab, "ipv4")
+    with d.change():
+        lab.manifests.write("dns.yaml", files(e2))
+    deadline = time.monotonic() + 5
+    while udp_flows(lab, "ipv4").get(flow, (None,))[0] == e1.v4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert udp_flows(lab, "ipv4").get(flow, (None,))[0] != e1.v4, "the NodePort flow still goes to the removed endpoint"
+    assert cli.udp_ask("s").split()[0] == e2.v4
+    text = netlab.sh([netlab.PY, "-c", METRICS], ns=lab.node).stdout
+    deleted = re.search(r'^kubeproxy_conntrack_reconciler_deleted_entries_total\{ip_family="IPv4"\} (\S+)$', text, re.M)
+    assert deleted and float(deleted[1]) >= 1, text[-3000:]
+    passes = re.search(r'^kubeproxy_conntrack_reconciler_sync_duration_seconds_count\{ip_family="IPv4"\} (\S+)$', text, re.M)
+    assert passes and float(passes[1]) >= 1
+
+
 @beyond_contract
 def test_periodic_syncs_repair_a_table_damaged_by_someone_else(lab):
     client = lab.add_pod("client")
