@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <condition_variable>
 #include <mutex>
 
@@ -74,10 +76,10 @@ struct FakeTable : conntrack::FlowTable {
   std::vector<Flow> flows;
   std::vector<size_t> batchSizes;
   std::string failDump;
-  bool dump(uint8_t family, const std::function<void(const Flow&)>& fn, std::string* error) override {
+  bool dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string* error) override {
     std::vector<Flow> copy = flows;  // deletes during the dump must not disturb it
     for (const Flow& f : copy)
-      if (f.family == family) fn(f);
+      if (f.family == family && !fn(f)) break;
     if (!failDump.empty()) *error = failDump;
     return failDump.empty();
   }
@@ -238,6 +240,15 @@ TEST_CASE("conntrack: one pass streams the table and deletes the stale flows in 
   auto failed = conntrack::reconcileFamily(t, AF_INET, fe, 2);
   CHECK(failed.deleted == 1);
   CHECK(failed.error == t.failDump);
+
+  // Cancelled (the daemon is stopping): the pass ends at the next entry, nothing more is deleted.
+  t.failDump.clear();
+  t.flows.push_back(udp("10.96.0.10", 53, "10.244.0.8"));
+  std::atomic<bool> cancel{true};
+  auto cancelled = conntrack::reconcileFamily(t, AF_INET, fe, 2, &cancel);
+  CHECK(cancelled.scanned == 0);
+  CHECK(cancelled.deleted == 0);
+  CHECK(t.flows.size() == 4);
 }
 
 namespace {
@@ -247,7 +258,9 @@ struct GatedTable : conntrack::FlowTable {
   std::condition_variable* cv;
   bool* open;
   std::atomic<int>* dumps;
-  bool dump(uint8_t family, const std::function<void(const Flow&)>& fn, std::string*) override {
+  std::vector<std::chrono::steady_clock::time_point>* starts;  // of each IPv4 dump
+  bool dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string*) override {
+    if (family == AF_INET) starts->push_back(std::chrono::steady_clock::now());
     if (family == AF_INET && dumps->fetch_add(1) == 0) {
       std::unique_lock<std::mutex> lock(*mu);
       cv->wait(lock, [this] { return *open; });
@@ -258,7 +271,9 @@ struct GatedTable : conntrack::FlowTable {
 };
 }  // namespace
 
-TEST_CASE("conntrack: the worker runs off the caller's thread and a newer snapshot supersedes an unstarted one") {
+TEST_CASE("conntrack: the worker runs off the caller's thread, a newer snapshot supersedes an unstarted one, "
+          "and it rests as long as its last pass took") {
+  std::vector<std::chrono::steady_clock::time_point> starts;  // written by the worker only, read after waitIdle
   std::mutex mu;
   std::condition_variable cv;
   bool open = false;
@@ -268,7 +283,7 @@ TEST_CASE("conntrack: the worker runs off the caller's thread and a newer snapsh
   conntrack::CleanupWorker worker(
       [&](std::string*) {
         auto t = std::make_unique<GatedTable>();
-        t->mu = &mu, t->cv = &cv, t->open = &open, t->dumps = &dumps;
+        t->mu = &mu, t->cv = &cv, t->open = &open, t->dumps = &dumps, t->starts = &starts;
         return std::unique_ptr<conntrack::FlowTable>(std::move(t));
       },
       [&](const char* family, const conntrack::FamilyResult&) {
@@ -289,6 +304,8 @@ TEST_CASE("conntrack: the worker runs off the caller's thread and a newer snapsh
   while (dumps.load() == 0) std::this_thread::yield();  // the first pass is running (and blocked)
   worker.submit(snapshotWith(2));
   worker.submit(snapshotWith(3));  // replaces the unstarted second
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a first pass of at least 50 ms
+  const auto released = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> g(mu);
     open = true;
@@ -297,6 +314,9 @@ TEST_CASE("conntrack: the worker runs off the caller's thread and a newer snapsh
   worker.waitIdle();
   CHECK(worker.passes() == 2);
   CHECK(dumps.load() == 2);  // IPv4 only: no IPv6 frontends, so no IPv6 dump at all
+  REQUIRE(starts.size() == 2);
+  // The first pass ran from before starts[0] to after `released`; the second waited as long again.
+  CHECK(starts[1] - released >= released - starts[0]);
   std::lock_guard<std::mutex> g(seenMu);
   CHECK(frontendsSeen == std::vector<size_t>{4, 4});
 }

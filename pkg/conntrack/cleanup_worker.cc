@@ -13,6 +13,7 @@ CleanupWorker::~CleanupWorker() {
     std::lock_guard<std::mutex> g(mu_);
     stopping_ = true;
   }
+  cancel_ = true;
   cv_.notify_all();
   thread_.join();
 }
@@ -41,16 +42,20 @@ void CleanupWorker::loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || pending_; });
+      cv_.wait_until(lock, restUntil_, [this] { return stopping_; });
       if (stopping_) return;
       snap = std::move(pending_);
       pending_.reset();
       running_ = true;
     }
+    auto start = std::chrono::steady_clock::now();
     runPass(*snap);
     {
       std::lock_guard<std::mutex> g(mu_);
       running_ = false;
       ++passes_;
+      auto end = std::chrono::steady_clock::now();
+      restUntil_ = end + (end - start);
     }
     cv_.notify_all();
   }
@@ -72,7 +77,11 @@ void CleanupWorker::runPass(const UdpServices& services) {
       }
       lastOpenError_.clear();
     }
-    FamilyResult r = reconcileFamily(*table_, family, fe);
+    FamilyResult r = reconcileFamily(*table_, family, fe, kDeleteBatch, &cancel_);
+    if (cancel_) {
+      table_.reset();  // the dump's rest is still in the socket
+      return;
+    }
     if (!r.error.empty()) {
       LOG(WARNING) << "UDP conntrack cleanup (" << name << "): " << r.error << "; deleted " << r.deleted
                    << " of " << r.stale << " stale flows, the next sync retries";

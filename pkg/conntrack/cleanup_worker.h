@@ -2,9 +2,13 @@
 // each successful sync; a newer snapshot replaces one that has not started (so a burst of syncs
 // costs one pass, and a slow pass never queues work), and a sync never waits for a pass
 // (kubernetes issue 135323: upstream's reconciler ran inside the sync and blocked it under high
-// DNS QPS). Both families, IPv4 then IPv6, each with its own frontends.
+// DNS QPS). After a pass it rests as long as the pass took, so however often syncs come it uses
+// at most half of a core. Both families, IPv4 then IPv6, each with its own frontends. Destroying
+// it cancels a running pass at its next entry.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -49,6 +53,8 @@ class CleanupWorker {
   std::condition_variable cv_;
   UdpSnapshot pending_;
   bool running_ = false, stopping_ = false;
+  std::atomic<bool> cancel_{false};
+  std::chrono::steady_clock::time_point restUntil_{};
   size_t passes_ = 0;
   std::thread thread_;  // last: starts after the members it uses exist
 };

@@ -65,7 +65,7 @@ nf_conntrack* toConntrack(const Flow& f, const Flow* reply) {
 }
 
 struct DumpContext {
-  const std::function<void(const Flow&)>* fn;
+  const std::function<bool(const Flow&)>* fn;
 };
 
 int onEntry(enum nf_conntrack_msg_type, struct nf_conntrack* ct, void* data) {
@@ -82,8 +82,7 @@ int onEntry(enum nf_conntrack_msg_type, struct nf_conntrack* ct, void* data) {
   f.origDport = ntohs(nfct_get_attr_u16(ct, ATTR_ORIG_PORT_DST));
   if (nfct_attr_is_set(ct, ATTR_ZONE) > 0) f.zone = nfct_get_attr_u16(ct, ATTR_ZONE);
   if (nfct_attr_is_set(ct, ATTR_ID) > 0) f.id = nfct_get_attr_u32(ct, ATTR_ID);
-  (*static_cast<DumpContext*>(data)->fn)(f);
-  return NFCT_CB_CONTINUE;
+  return (*static_cast<DumpContext*>(data)->fn)(f) ? NFCT_CB_CONTINUE : NFCT_CB_STOP;
 }
 
 }  // namespace
@@ -122,7 +121,7 @@ NetlinkFlowTable::~NetlinkFlowTable() {
   nfct_close(dump_);
 }
 
-bool NetlinkFlowTable::dump(uint8_t family, const std::function<void(const Flow&)>& fn, std::string* error) {
+bool NetlinkFlowTable::dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string* error) {
   DumpContext ctx{&fn};
   nfct_callback_register(dump_, NFCT_T_ALL, onEntry, &ctx);
   nfct_filter_dump* filter = nfct_filter_dump_create();

@@ -22,7 +22,7 @@ class NetlinkFlowTable : public FlowTable {
   static std::unique_ptr<NetlinkFlowTable> open(std::string* error);
   ~NetlinkFlowTable() override;
 
-  bool dump(uint8_t family, const std::function<void(const Flow&)>& fn, std::string* error) override;
+  bool dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string* error) override;
   size_t destroy(const std::vector<Flow>& flows, std::string* error) override;
   // For tests and the bench: create entries (original tuple, reply tuple, timeout) in batches.
   size_t create(const std::vector<std::pair<Flow, Flow>>& origReply, uint32_t timeoutSeconds, std::string* error);

@@ -4,7 +4,8 @@
 
 namespace kpn::conntrack {
 
-FamilyResult reconcileFamily(FlowTable& table, uint8_t family, const Frontends& frontends, size_t batch) {
+FamilyResult reconcileFamily(FlowTable& table, uint8_t family, const Frontends& frontends, size_t batch,
+                             const std::atomic<bool>* cancel) {
   auto start = std::chrono::steady_clock::now();
   FamilyResult res;
   std::vector<Flow> pending;
@@ -19,11 +20,13 @@ FamilyResult reconcileFamily(FlowTable& table, uint8_t family, const Frontends& 
   bool ok = table.dump(
       family,
       [&](const Flow& f) {
+        if (cancel && cancel->load(std::memory_order_relaxed)) return false;
         ++res.scanned;
-        if (f.family != family || !frontends.isStale(f)) return;
+        if (f.family != family || !frontends.isStale(f)) return true;
         ++res.stale;
         pending.push_back(f);
         if (pending.size() >= batch) flush();
+        return true;
       },
       &dumpError);
   if (!pending.empty()) flush();

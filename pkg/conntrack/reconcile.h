@@ -4,6 +4,7 @@
 // whole table into memory first: 12 GB RSS at 7.5M entries, kubernetes issue 129982).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -19,8 +20,9 @@ class FlowTable {
  public:
   virtual ~FlowTable() = default;
   // Calls fn for every UDP entry of `family` (AF_INET, AF_INET6) the kernel lets through its
-  // filter (entries of other protocols may still arrive). fn may call destroy. False on error.
-  virtual bool dump(uint8_t family, const std::function<void(const Flow&)>& fn, std::string* error) = 0;
+  // filter (entries of other protocols may still arrive) until fn returns false. fn may call
+  // destroy. False on error.
+  virtual bool dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string* error) = 0;
   // Deletes these entries; returns how many the kernel deleted (an entry already gone is not an
   // error and not a deletion). Sets *error on a failure of the socket itself.
   virtual size_t destroy(const std::vector<Flow>& flows, std::string* error) = 0;
@@ -34,6 +36,8 @@ struct FamilyResult {
 
 constexpr size_t kDeleteBatch = 256;
 
-FamilyResult reconcileFamily(FlowTable& table, uint8_t family, const Frontends& frontends, size_t batch = kDeleteBatch);
+// `cancel` (may be null): once true, the pass ends at the next entry (daemon shutdown).
+FamilyResult reconcileFamily(FlowTable& table, uint8_t family, const Frontends& frontends, size_t batch = kDeleteBatch,
+                             const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace kpn::conntrack
