@@ -135,12 +135,12 @@ demo: deps $(BIN)
 	bash examples/demo.sh
 
 # The UDP conntrack reconciler against a real conntrack table in a namespace of its own
-# (bench/conntrack_bench.cc): 10k UDP services, 100k entries, 10k of them stale.
+# (bench/conntrack_bench.cc): 10k UDP services, 100k UDP entries (10k stale), 50k TCP entries.
 $(BUILD)/conntrack-bench: bench/conntrack_bench.cc $(BUILD)/libkpn.a
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 bench-conntrack: deps $(BUILD)/conntrack-bench
-	unshare -n $(BUILD)/conntrack-bench --services 10000 --entries 100000 --stale 10000
+	unshare -n $(BUILD)/conntrack-bench --services 10000 --entries 100000 --stale 10000 --tcp 50000
 
 # BASELINE=path/to/an/older/kube-proxy-nft adds that binary's ClusterIP numbers to the same run.
 bench: deps $(BIN)

@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   const uint32_t endpoints = arg(argc, argv, "endpoints", 3);
   const uint32_t entries = arg(argc, argv, "entries", 100000);
   const uint32_t stale = arg(argc, argv, "stale", 10000);
+  const uint32_t tcp = arg(argc, argv, "tcp", 0);  // TCP entries besides: the kernel filter drops them
   const uint32_t svcBase = ntohl(inet_addr("10.96.0.10")), epBase = ntohl(inet_addr("10.244.0.10")),
                  clientBase = ntohl(inet_addr("10.250.0.1"));
 
@@ -109,11 +110,11 @@ int main(int argc, char** argv) {
   auto tFill = std::chrono::steady_clock::now();
   size_t created = 0;
   std::vector<std::pair<conntrack::Flow, conntrack::Flow>> batch;
-  for (uint32_t k = 0; k < entries; ++k) {
+  for (uint32_t k = 0; k < entries + tcp; ++k) {
     const uint32_t s = k % services;
     conntrack::Flow o;
     o.family = AF_INET;
-    o.proto = IPPROTO_UDP;
+    o.proto = k < entries ? IPPROTO_UDP : IPPROTO_TCP;
     o.origSrc = ipOf(v4(clientBase, k / 50000));
     o.origDst = ipOf(v4(svcBase, s));
     o.origSport = static_cast<uint16_t>(10000 + k % 50000);
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
     r.origSport = 5353;
     r.origDport = o.origSport;
     batch.emplace_back(o, r);
-    if (batch.size() == conntrack::kDeleteBatch || k + 1 == entries) {
+    if (batch.size() == conntrack::kDeleteBatch || k + 1 == entries + tcp) {
       created += table->create(batch, 600, &err);
       batch.clear();
       if (!err.empty()) {
@@ -145,9 +146,11 @@ int main(int argc, char** argv) {
   conntrack::Frontends fe = conntrack::Frontends::build(*index.snapshot(), AF_INET);
   const double frontendsMs = msSince(t1);
   const long rssBeforePass = statusKb("VmRSS");
+  const size_t received0 = table->received();
   const double cpu0 = cpuMs();
   auto first = conntrack::reconcileFamily(*table, AF_INET, fe);
   const double firstCpu = cpuMs() - cpu0;
+  const size_t receivedFirst = table->received() - received0;
   const long hwmAfter = statusKb("VmHWM"), rssAfter = statusKb("VmRSS");
   // The steady state: the next sync's pass over a table with nothing stale.
   const double cpu1 = cpuMs();
@@ -155,10 +158,10 @@ int main(int argc, char** argv) {
   const double secondCpu = cpuMs() - cpu1;
   std::printf(
       "{\"services\": %u, \"endpoints_each\": %u, \"entries_created\": %zu, \"fill_ms\": %.0f, \"snapshot_ms\": %.1f, "
-      "\"frontends_ms\": %.1f, \"pass_ms\": %.1f, \"pass_cpu_ms\": %.1f, \"scanned\": %zu, \"stale\": %zu, \"deleted\": %zu, "
+      "\"frontends_ms\": %.1f, \"pass_ms\": %.1f, \"pass_cpu_ms\": %.1f, \"tcp_entries\": %u, \"received_from_kernel\": %zu, \"scanned\": %zu, \"stale\": %zu, \"deleted\": %zu, "
       "\"second_pass_ms\": %.1f, \"second_pass_cpu_ms\": %.1f, \"second_scanned\": %zu, \"second_deleted\": %zu, \"error\": \"%s\", "
       "\"rss_kb_before\": %ld, \"rss_kb_before_pass\": %ld, \"rss_kb_after\": %ld, \"hwm_kb_before\": %ld, \"hwm_kb_after\": %ld}\n",
-      services, endpoints, created, fillMs, snapshotMs, frontendsMs, first.seconds * 1000, firstCpu, first.scanned, first.stale,
+      services, endpoints, created, fillMs, snapshotMs, frontendsMs, first.seconds * 1000, firstCpu, tcp, receivedFirst, first.scanned, first.stale,
       first.deleted, second.seconds * 1000, secondCpu, second.scanned, second.deleted, (first.error + second.error).c_str(),
       rssBefore, rssBeforePass, rssAfter, hwmBefore, hwmAfter);
   return first.error.empty() && first.deleted == stale && second.deleted == 0 ? 0 : 1;
