@@ -139,8 +139,9 @@ demo: deps $(BIN)
 $(BUILD)/conntrack-bench: bench/conntrack_bench.cc $(BUILD)/libkpn.a
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-bench-conntrack: deps $(BUILD)/conntrack-bench
+bench-conntrack: deps $(BIN) $(BUILD)/conntrack-bench
 	unshare -n $(BUILD)/conntrack-bench --services 10000 --entries 100000 --stale 10000 --tcp 50000
+	$(PYTHON) bench/conntrack_daemon_bench.py --binary $(BIN)
 
 # BASELINE=path/to/an/older/kube-proxy-nft adds that binary's ClusterIP numbers to the same run.
 bench: deps $(BIN)
