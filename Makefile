@@ -7,7 +7,7 @@ CPPFLAGS += -I.
 # The libnftnl interposers of nft/typeof_guard.cc and nft/cache_scope.cc must be in the dynamic
 # symbol table for libnftables to call them.
 LDFLAGS  += -Wl,--export-dynamic-symbol=nftnl_set_get_data -Wl,--export-dynamic-symbol='nftnl_*_nlmsg_parse'
-LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -pthread
+LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -lnetfilter_conntrack -pthread
 
 BUILD    := build
 # SANITIZE=1 (with its own BUILD dir, see `unit-asan`): AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -35,7 +35,8 @@ FOREIGN_TABLES := $(BUILD)/foreign-tables
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables libnftnl-dev libmnl-dev clang
+            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables libnftnl-dev libmnl-dev clang \
+            libnetfilter-conntrack-dev
 
 # libFuzzer targets (unit/fuzz/*.cc), built with Debian's clang with ASan + UBSan. `make fuzz`
 # runs each for FUZZ_SECONDS from a seed corpus taken from the tests (unit/fuzz/seeds.py); the
@@ -49,7 +50,7 @@ FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc p
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 
-.PHONY: all deps test unit unit-asan e2e chaos demo bench fuzz image clean
+.PHONY: all deps test unit unit-asan e2e chaos demo bench bench-conntrack fuzz image clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -139,9 +140,19 @@ chaos: deps $(BIN) $(FOREIGN_TABLES)
 demo: deps $(BIN)
 	bash examples/demo.sh
 
+# The UDP conntrack reconciler against a real conntrack table in a namespace of its own
+# (bench/conntrack_bench.cc): 10k UDP services, 100k UDP entries (10k stale), 50k TCP entries.
+$(BUILD)/conntrack-bench: bench/conntrack_bench.cc $(BUILD)/libkpn.a
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench-conntrack: deps $(BIN) $(BUILD)/conntrack-bench
+	unshare -n $(BUILD)/conntrack-bench --services 10000 --entries 100000 --stale 10000 --tcp 50000
+	$(PYTHON) bench/conntrack_daemon_bench.py --binary $(BIN)
+
 # BASELINE=path/to/an/older/kube-proxy-nft adds that binary's ClusterIP numbers to the same run.
 bench: deps $(BIN)
 	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
+	$(MAKE) --no-print-directory bench-conntrack
 
 # The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed), then a
 # check that it starts the binary. KPN_IMAGE_BASE=debootstrap: no registry reachable, the Debian

@@ -21,6 +21,8 @@
 #include "nft/iptables_cleanup.h"
 #include "nft/nft_helper.h"
 #include "nft/runner.h"
+#include "pkg/conntrack/cleanup_worker.h"
+#include "pkg/conntrack/netlink_table.h"
 #include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
 #include "pkg/config/version.h"
@@ -208,8 +210,14 @@ int main(int argc, char** argv) {
   kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
   kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
   kpn::sync::ProgrammingLatencyLog latencyLog;
+  // After each sync, stale UDP conntrack entries go, on the worker's own thread.
+  kpn::conntrack::CleanupWorker conntrackWorker(kpn::conntrack::openKernelFlowTable,
+                                                [&metrics](const char* family, const kpn::conntrack::FamilyResult& r) {
+                                                  metrics.observeConntrackReconcile(family, r.seconds, r.deleted);
+                                                });
+  kpn::conntrack::CleanupFollower conntrackFollower(state, cfg, conntrackWorker);
   for (kpn::sync::SyncObserver* o : std::initializer_list<kpn::sync::SyncObserver*>{
-           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog})
+           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &conntrackFollower})
     loop.addObserver(o);
   kpn::metrics::DaemonServers servers;
   if (auto err = servers.start(httpLoop,
