@@ -420,7 +420,9 @@ class Run {
   }
 
   std::string ruleText(const TableRule& r) const {
-    std::string t = r.text.empty() ? ruleTextFromJson(r.exprJson) : r.text;
+    // nft's spelling for our model and a listing alike; our own text only where it cannot read it.
+    std::string t = ruleTextFromJson(r.exprJson);
+    if (t == r.exprJson && !r.text.empty()) t = r.text;
     if (!r.comment.empty()) t += " comment \"" + r.comment + "\"";
     return t;
   }

@@ -88,10 +88,13 @@ std::string statement(const JValue& s) {
   if (key == "match") {
     std::string op = member(b, "op");
     std::string right = expr(b["right"]);
-    if (b["left"].IsObject() && b["left"].HasMember("meta") && member(b["left"]["meta"], "key") == "mark" &&
-        b["right"].IsUint64())
-      right = hex(b["right"].GetUint64());
-    return expr(b["left"]) + (op == "==" || op == "in" ? " " : " " + op + " ") + right;
+    // A mark, or a bit operation on one, compares with a hex number, spelled out as nft does.
+    const JValue& left = b["left"];
+    bool bitwise = left.IsObject() && (left.HasMember("&") || left.HasMember("|") || left.HasMember("^"));
+    bool mark = bitwise || (left.IsObject() && left.HasMember("meta") && member(left["meta"], "key") == "mark");
+    if (mark && b["right"].IsUint64()) right = hex(b["right"].GetUint64());
+    bool implicit = op == "in" || (op == "==" && !bitwise);
+    return expr(left) + (implicit ? " " : " " + op + " ") + right;
   }
   if (key == "vmap") return expr(b["key"]) + " vmap " + expr(b["data"]);
   if (key == "jump" || key == "goto") return key + " " + member(b, "target");
@@ -100,7 +103,9 @@ std::string statement(const JValue& s) {
   if (key == "log") return "log";
   if (key == "reject") {
     std::string out = "reject";
-    if (b.IsObject() && b.HasMember("type")) out += " with " + member(b, "type") + " " + expr(b["expr"]);
+    // nft lists the default (ICMP / ICMPv6 port unreachable) as a bare reject.
+    if (b.IsObject() && b.HasMember("type") && member(b, "expr") != "port-unreachable")
+      out += " with " + member(b, "type") + " " + expr(b["expr"]);
     return out;
   }
   if (key == "masquerade") {

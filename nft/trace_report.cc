@@ -99,11 +99,14 @@ void mergePaths(Report& r) {
   }
 }
 
+// The comment of the first map element the packet met (a dispatch or verdict map names the
+// service port), else of the first set element.
 std::optional<std::string> serviceOf(const Trace& t) {
-  for (const auto& c : t.candidates)
-    for (const auto& s : c.path)
-      for (const auto& l : s.lookups)
-        if (!l.comment.empty()) return l.comment;
+  for (bool mapsOnly : {true, false})
+    for (const auto& c : t.candidates)
+      for (const auto& s : c.path)
+        for (const auto& l : s.lookups)
+          if (!l.comment.empty() && (!mapsOnly || !l.value.empty())) return l.comment;
   return std::nullopt;
 }
 
@@ -217,7 +220,7 @@ Report makeReport(Trace trace) {
     }
   r.masquerade = masqueraded > 0;
   if (!example) {
-    r.masqueradeWhy = "not masqueraded: no masquerade rule matched, the destination sees the client's own address";
+    r.masqueradeWhy = "no masquerade rule matched: the destination sees the client's own address";
   } else {
     r.masqueradeWhy = masqueradeWhyOf(*example);
     if (masqueraded < r.trace.candidates.size())

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "nft/rule_text.h"
 #include "nft/trace_report.h"
 #include "pkg/trace/explain.h"
 #include "pkg/trace/request.h"
@@ -156,7 +157,7 @@ TEST_CASE("trace report: a ClusterIP from a pod: DNAT to both endpoints at 1/2, 
   CHECK(t.json.service == "ns/web:http");
   CHECK(t.json.candidates == std::vector<std::string>{"10.0.1.7:8080 10.0.1.5", "10.0.2.1:8080 10.0.1.5"});
   CHECK_FALSE(t.json.masquerade);
-  CHECK(has(t.json.masqueradeReason, "not masqueraded"));
+  CHECK(has(t.json.masqueradeReason, "no masquerade rule matched"));
   CHECK(has(t.json.reason, "DNAT to 2 candidates of ns/web:http, chosen at random"));
   CHECK(t.report.pathComplete);
   // The dispatch lookup: its key, the element and its comment; then the pick, merged.
@@ -338,4 +339,42 @@ TEST_CASE("trace request: the flags, and one line saying which is bad") {
   CHECK(has(bad(good), "--output=yaml: text or json"));
   CHECK(has(bad({"--from=pod", "--from=node"}), "--from is given twice"));
   CHECK(has(bad({"--from"}), "--from needs a value"));
+}
+
+TEST_CASE("rule text: every rule we render reads as nft lists it, never as its JSON") {
+  World w;
+  addWeb(w);
+  lb(w, "loc", "172.30.0.42", 3002, "5.6.7.8", "Local");
+  auto fw = lb(w, "fw", "172.30.0.46", 3006, "1.2.3.6", "Cluster");
+  fw->loadBalancerSourceRanges = {"203.0.113.0/25"};
+  w.st.upsertService(fw);
+  auto sc = std::make_shared<api::ServiceCIDR>();
+  sc->meta.name = "kubernetes";
+  sc->cidrs = {"172.30.0.0/16", "fd00:172:30::/112"};
+  w.st.upsertServiceCIDR(sc);
+  FakePipeline pipe(w.cfg);
+  pipe.renderer.setHostAddresses(w.host);
+  pipe.sync(w.st);
+  std::set<std::string> texts;
+  for (const auto& t : pipe.committed.ruleset.tables)
+    for (const auto& [owner, part] : t.parts)
+      for (const auto& c : part->chains)
+        for (const auto& r : c.rules) {
+          INFO(c.name << ": " << r.exprJson);
+          std::string text = nft::ruleTextFromJson(r.exprJson);
+          CHECK(text.find('{') == std::string::npos);  // read, not the JSON back
+          texts.insert(text);
+        }
+  CHECK(texts.size() > 30);
+  // As `nft list table ip kube-proxy` prints them (nft 1.0.6).
+  for (const char* listed :
+       {"meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade fully-random",
+        "ct status dnat ip saddr . ip daddr @hairpin masquerade fully-random", "ip daddr @cluster-ips reject", "reject",
+        "ip daddr 172.30.0.0/16 drop", "ip6 daddr fd00:172:30::/112 drop", "ct state new jump firewall-check",
+        "dnat ip to ip daddr . tcp dport . numgen random mod 2 map @backends-tcp",
+        "fib saddr type != local ip saddr != 10.0.0.0/8 ip daddr . meta l4proto . th dport vmap @local-service-ips",
+        "ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000",
+        "ip saddr 203.0.113.0/25 return", "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"})
+    CHECK_MESSAGE(texts.count(listed) == 1, listed);
+  CHECK(nft::ruleTextFromJson(R"([{"osf":{}}])") == R"([{"osf":{}}])");  // unknown: the JSON itself
 }
