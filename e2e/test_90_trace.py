@@ -5,6 +5,7 @@ or not). And the chains `nft monitor trace` reports for the connection's first p
 a temporary `meta nftrace set 1` rule in a table of the test's own, deleted afterwards) are the
 chains the trace printed, in order."""
 import json
+import os
 import re
 import subprocess
 import time
@@ -38,25 +39,32 @@ def run_trace(lab, frm, src, dst, port, proto="tcp", extra=()):
 
 def monitored_chains(lab, agent, family, src, dst, port, proto="tcp", bind=None):
     """Our table's chains that `nft monitor trace` names for the first packet of one connection
-    from `agent` (consecutive repeats collapsed), and that connection's result."""
+    from `agent` (consecutive repeats collapsed), and the destination that packet reached."""
     table = f"{lab.prefix}trace"
     sel = f"{family} saddr {src} {family} daddr {dst} {proto} dport {port}"
     rules = (f"table {family} {table} {{\n"
              f"  chain pre {{\n    type filter hook prerouting priority -300;\n    {sel} meta nftrace set 1\n  }}\n"
              f"  chain out {{\n    type filter hook output priority -300;\n    {sel} meta nftrace set 1\n  }}\n}}\n")
     sh(["nft", "-f", "-"], ns=lab.node, input=rules)
-    mon = subprocess.Popen(["ip", "netns", "exec", lab.node, "nft", "monitor", "trace"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    # Line-buffered: piped, nft's stdio would hand its events over in blocks.
+    mon = subprocess.Popen(["ip", "netns", "exec", lab.node, "stdbuf", "-oL", "nft", "monitor", "trace"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    reader = _LineReader(mon.stdout.fileno())
     lab.procs.append(mon)
     try:
         lines, result, deadline = [], None, time.time() + 20
         # The monitor says nothing when it is ready: connect until a traced packet shows up.
         while time.time() < deadline:
             result = (agent.tcp if proto == "tcp" else agent.udp)(dst, port, timeout=0.8, bind=bind)
-            got = _read_available(mon.stdout, 1.0)
+            got = reader.read(1.0)
             lines += got
             if any(f" {family} kube-proxy " in ln for ln in lines):
-                lines += _read_available(mon.stdout, 0.3)
+                # The packet's last events: read until the monitor has been quiet for 0.5 s.
+                while True:
+                    more = reader.read(0.5)
+                    if not more:
+                        break
+                    lines += more
                 break
         else:
             raise LabError(f"nft monitor trace reported nothing for {sel}: {lines}")
@@ -67,7 +75,7 @@ def monitored_chains(lab, agent, family, src, dst, port, proto="tcp", bind=None)
     assert table not in lab.nft("list", "tables")
     # The first packet's events: from its first line to where another trace id begins (the
     # kernel reuses ids, so a later packet of the connection may carry the same one again).
-    first = None
+    first, reached = None, None
     chains = []
     for ln in lines:
         m = re.match(rf"trace id (\w+) {family} (\S+) (\S+) ", ln)
@@ -79,23 +87,32 @@ def monitored_chains(lab, agent, family, src, dst, port, proto="tcp", bind=None)
             break
         if tbl == "kube-proxy" and (not chains or chains[-1] != chain):
             chains.append(chain)
-    return chains, result, lines
+        d = re.search(rf" packet: .* {family} daddr (\S+) ", ln)
+        if d:
+            reached = d.group(1)  # the destination as the last hook saw it: after DNAT
+    return chains, reached, lines
 
 
-def _read_available(stream, wait):
-    import select
-    out, end = [], time.time() + wait
-    while True:
-        left = end - time.time()
-        if left <= 0:
-            return out
-        r, _, _ = select.select([stream], [], [], left)
-        if not r:
-            return out
-        line = stream.readline()
-        if not line:
-            return out
-        out.append(line.rstrip("\n"))
+class _LineReader:
+    """Lines from a pipe as they come, waiting at most `wait` seconds for the next bytes. Reads the
+    raw fd: select() on a buffered file object misses lines already in its buffer."""
+
+    def __init__(self, fd):
+        self.fd, self.buf = fd, b""
+
+    def read(self, wait):
+        import select
+        end = time.time() + wait
+        while True:
+            left = end - time.time()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                break
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                break
+            self.buf += chunk
+        *lines, self.buf = self.buf.split(b"\n")
+        return [ln.decode(errors="replace") for ln in lines]
 
 
 def cross_check(lab, agent, frm, src, dst, port, expect, proto="tcp", bind=None, what="", n=12):
@@ -129,10 +146,12 @@ def cross_check(lab, agent, frm, src, dst, port, expect, proto="tcp", bind=None,
     elif expect == "drop":
         expect_dropped(agent, dst, port, bind=bind, what=label)
         assert tr["candidates"] == []
-    chains, result, lines = monitored_chains(lab, agent, family, src, dst, port, proto, bind)
+    chains, reached, lines = monitored_chains(lab, agent, family, src, dst, port, proto, bind)
     if expect == "dnat":
-        ep = result.split()[0]
-        predicted = next(c["chains"] for c in tr["candidates"] if c["address"] == ep)
+        # The candidate that traced packet went to.
+        match = [c for c in tr["candidates"] if c["address"] == reached]
+        assert match, f"{label}: the traced packet went to {reached}, not a candidate\n" + "\n".join(lines)
+        predicted = match[0]["chains"]
     else:
         predicted = tr["chains"]
     assert chains == predicted, (f"{label}: nft monitor trace named {chains}, the trace printed {predicted}\n"
@@ -214,6 +233,9 @@ def test_trace_etp_local_without_local_endpoint_and_bad_arguments(lab):
     lab.manifests.write("svc.yaml", [service("far", [("p80", 80, "TCP", 80, 30082)], ["10.96.0.42"],
                                              type="LoadBalancer", etp="Local", lb_ingress=[LB_V4])]
                         + slices("far", [remote], [("p80", 80, "TCP")], remote=[remote])[:1])
+    # Before the daemon: no table of ours, and the trace says so (the packet passes untouched).
+    tr, _ = run_trace(lab, "external", client.v4, LB_V4, 80)
+    assert tr["verdict"] == "accept" and tr["reason"].startswith("no table ip kube-proxy on this node"), tr
     lab.start_daemon()
     ext = lab.agent(client)
     tr, _ = cross_check(lab, ext, "external", client.v4, LB_V4, 80, "drop", what="eTP=Local, no local endpoint")
