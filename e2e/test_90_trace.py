@@ -257,3 +257,26 @@ def test_trace_etp_local_without_local_endpoint_and_bad_arguments(lab):
                              f"--cluster-cidr={netlab.CLUSTER_CIDRS}"])
     assert tr["verdict"] == "drop" and tr["reason"].startswith("traffic policy Local"), tr
     assert lab.table("ip") == before
+
+
+def test_trace_from_kubeconfig_renders_what_the_daemon_then_programs(lab):
+    """--kubeconfig: the trace renders the API server's state for this node without touching the
+    kernel (no table appears); once the daemon programs that state, the live trace says the same
+    (verdict, candidates, masquerade, chains)."""
+    from apiserver_lab import ApiServer
+    pod = lab.add_pod("pod")
+    ep1, ep2 = lab.add_backends(2, tcp=[8080], udp=[])
+    api = ApiServer(lab)
+    api.put([node_object(), service("web", [("http", 80, "TCP", 8080)], [CIP_V4]),
+             endpoint_slice("web", [ep1.v4, ep2.v4], [("http", 8080, "TCP")])])
+    kc = api.kubeconfig_token(lab.tmp + "/kc")
+    flags = [f"--kubeconfig={kc}", f"--hostname-override={netlab.NODE_NAME}", f"--cluster-cidr={netlab.CLUSTER_CIDRS}"]
+    desired, _ = run_trace(lab, "pod", pod.v4, CIP_V4, 80, extra=flags)
+    assert desired["verdict"] == "dnat" and {c["address"] for c in desired["candidates"]} == {ep1.v4, ep2.v4}, desired
+    assert lab.table("ip") == "", "the rendered trace touched the kernel"
+    lab.start_daemon([f"--kubeconfig={kc}"], manifests=False)
+    live, _ = run_trace(lab, "pod", pod.v4, CIP_V4, 80)
+    for key in ("verdict", "service", "masquerade", "chains"):
+        assert live[key] == desired[key], (key, live[key], desired[key])
+    assert [(c["address"], c["probability"], c["source"], c["chains"]) for c in live["candidates"]] == \
+        [(c["address"], c["probability"], c["source"], c["chains"]) for c in desired["candidates"]]
