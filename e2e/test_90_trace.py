@@ -250,6 +250,8 @@ def test_trace_etp_local_without_local_endpoint_and_bad_arguments(lab):
                            text=True, timeout=30)
         assert p.returncode == 2, (args, p.returncode, p.stdout, p.stderr)
         assert p.stderr.count("\n") == 1 and word in p.stderr, (args, p.stderr)
+    p = subprocess.run([BIN, "trace", "--help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "--from=pod|node|external" in p.stdout, (p.returncode, p.stdout, p.stderr)
     # The desired ruleset from the manifests (--manifests): the same prediction, the kernel untouched.
     before = lab.table("ip")
     tr, _ = run_trace(lab, "external", client.v4, LB_V4, 80,

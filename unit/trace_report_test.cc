@@ -11,6 +11,7 @@
 #include "nft/rule_text.h"
 #include "nft/trace_report.h"
 #include "pkg/trace/explain.h"
+#include "pkg/trace/node_view.h"
 #include "pkg/trace/request.h"
 #include "unit/behaviour.h"
 #include "unit/fixtures.h"
@@ -377,4 +378,31 @@ TEST_CASE("rule text: every rule we render reads as nft lists it, never as its J
         "ip saddr 203.0.113.0/25 return", "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"})
     CHECK_MESSAGE(texts.count(listed) == 1, listed);
   CHECK(nft::ruleTextFromJson(R"([{"osf":{}}])") == R"([{"osf":{}}])");  // unknown: the JSON itself
+}
+
+TEST_CASE("trace node view: the most specific route's interface; a masqueraded candidate leaves with the address chosen toward it") {
+  std::vector<nft::eval::Route> routes = {{"0.0.0.0/0", "eth0"}, {"10.244.0.0/16", "cni0"}, {"10.244.0.11/32", "veth1"},
+                                          {"::/0", "eth0"}, {"fd00:10:244::/64", "cni0"}};
+  CHECK(trace::routeInterface(routes, "10.244.0.11") == "veth1");
+  CHECK(trace::routeInterface(routes, "10.244.0.12") == "cni0");
+  CHECK(trace::routeInterface(routes, "8.8.8.8") == "eth0");
+  CHECK(trace::routeInterface(routes, "fd00:10:244::5") == "cni0");
+  CHECK(trace::routeInterface({}, "8.8.8.8") == "");
+
+  World w;
+  addWeb(w);
+  auto t = w.trace(node("172.30.0.10", 80));
+  REQUIRE(t.candidates.size() == 2);
+  trace::refineMasquerade(t, [](const std::string& dst) -> std::optional<std::string> {
+    if (dst == "10.0.1.7") return std::string("10.0.1.1");  // this node's address on the pod bridge
+    return std::nullopt;                                    // no route: the evaluator's stays
+  });
+  for (const auto& c : t.candidates) {
+    CHECK(c.sourceSeen == (c.address == "10.0.1.7" ? "10.0.1.1" : "192.168.0.2"));
+    for (const auto& s : c.path)
+      if (s.action.find("masquerade to ") != std::string::npos)
+        CHECK(s.action.find("masquerade to " + c.sourceSeen) != std::string::npos);
+  }
+  // The real chooser: loopback is always routable, from loopback.
+  CHECK(trace::sourceAddressToward("127.0.0.1") == std::optional<std::string>("127.0.0.1"));
 }

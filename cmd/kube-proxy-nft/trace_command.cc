@@ -83,8 +83,19 @@ std::optional<nft::eval::EvalTable> renderedTable(const config::Loaded& conf, nf
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "kube-proxy-nft trace --from=pod|node|external --src=IP[:PORT] --dst=IP:PORT --proto=tcp|udp|sctp "
+    "[--iif=NAME] [--output=text|json] [--manifests=DIR | --kubeconfig=FILE | --master=URL, and the daemon's "
+    "flags]: one new connection's path through this node's live table, or through the ruleset the source renders "
+    "(docs/trace.md)\n";
+
 std::optional<int> runTraceIfAsked(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "trace") != 0) return std::nullopt;
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << kUsage;
+      return 0;
+    }
   std::string error;
   auto parsed = trace::parseRequest(std::vector<std::string>(argv + 2, argv + argc), &error);
   if (!parsed) {

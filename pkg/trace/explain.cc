@@ -66,15 +66,15 @@ void explainForOurLayout(nft::eval::Report& r) {
     }
     return;
   }
-  if (r.verdict == "dnat" && lookupIn(c, {render::kLocalServiceIPs, render::kLocalServiceNodePorts}) &&
-      lookupIn(c, {render::kLocalServiceIPs, render::kLocalServiceNodePorts})->value.rfind("goto", 0) == 0) {
-    bool outside = false;
-    for (const auto& s : c.path)
-      for (const auto& l : s.lookups)
-        outside = outside || ((l.set == render::kLocalServiceIPs || l.set == render::kLocalServiceNodePorts) &&
-                              s.action.find("vmap") != std::string::npos);
-    if (outside) r.reason += "; externalTrafficPolicy Local: only this node's endpoints, the client's address kept";
-  }
+  if (r.verdict != "dnat") return;
+  // Outside traffic dispatched by an eTP=Local map (not the node's own, which only marks there).
+  for (const auto& s : c.path)
+    for (const auto& l : s.lookups)
+      if ((l.set == render::kLocalServiceIPs || l.set == render::kLocalServiceNodePorts) &&
+          s.action.find("vmap") != std::string::npos && l.value.rfind("goto", 0) == 0) {
+        r.reason += "; externalTrafficPolicy Local: only this node's endpoints, the client's address kept";
+        return;
+      }
 }
 
 }  // namespace kpn::trace
