@@ -30,8 +30,11 @@ bool setReferenced(const FakeRunner::FakeTable& t, const std::string& set) {
 
 }  // namespace
 
-RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& op) {
+RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& op) const {
   std::string tk = tableKey(op.family, op.table);
+  if (unsupportedFamilies.count(op.family)) return fail("Address family not supported by protocol");
+  if (op.kind == Kind::Chain && op.verb == Verb::Add && rejectChains.count(op.name))
+    return fail("Operation not supported (injected for chain " + op.name + ")");
   if (op.kind == Kind::Table) {
     if (op.verb == Verb::Add) tables[tk];
     else if (!tables.count(tk)) return fail("No such file or directory (table " + tk + ")");
@@ -124,12 +127,30 @@ RunResult FakeRunner::commit(const Transaction& txn) {
     return fail("Operation not permitted (injected)");
   }
   auto next = tables;  // atomic: all or nothing
-  for (const Op& op : txn.ops()) {
-    RunResult r = apply(next, op);
-    if (!r.ok) return r;
-  }
+  RunResult r = applyAll(txn, next);
+  if (!r.ok) return r;
   tables = std::move(next);
   ++commits;
+  return {};
+}
+
+RunResult FakeRunner::applyAll(const Transaction& txn, std::map<std::string, FakeTable>& tables) const {
+  for (const Op& op : txn.ops()) {
+    RunResult r = apply(tables, op);
+    if (!r.ok) return r;
+  }
+  return {};
+}
+
+RunResult FakeRunner::check(const Transaction& txn) {
+  ++checks;
+  if (txn.empty()) return {};
+  auto scratch = tables;
+  return applyAll(txn, scratch);
+}
+
+RunResult FakeRunner::probeFamily(Family f) {
+  if (unsupportedFamilies.count(f)) return fail("Address family not supported by protocol");
   return {};
 }
 

@@ -14,6 +14,8 @@ namespace kpn::nft {
 class FakeRunner : public Runner {
  public:
   RunResult commit(const Transaction& txn) override;
+  RunResult check(const Transaction& txn) override;
+  RunResult probeFamily(Family f) override;
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
@@ -21,6 +23,11 @@ class FakeRunner : public Runner {
   int commits = 0;         // successful non-empty commits
   size_t lastOps = 0;      // operations in the last commit attempt
   bool failNext = false;   // the next commit fails as a kernel rejection would
+  int checks = 0;          // check() calls
+  // Chains the kernel refuses to add (as for a conflict only the kernel sees): any transaction
+  // adding one of them fails, in commit() and check() alike.
+  std::set<std::string> rejectChains;
+  std::set<Family> unsupportedFamilies;  // probeFamily() fails for these
 
   struct FakeSet {
     SetDecl decl;
@@ -34,7 +41,8 @@ class FakeRunner : public Runner {
   std::map<std::string, FakeTable> tables;  // "ip kube-proxy"
 
  private:
-  static RunResult apply(std::map<std::string, FakeTable>& tables, const Op& op);
+  RunResult apply(std::map<std::string, FakeTable>& tables, const Op& op) const;
+  RunResult applyAll(const Transaction& txn, std::map<std::string, FakeTable>& tables) const;
 };
 
 }  // namespace kpn::nft

@@ -18,7 +18,10 @@ NftRunner::Ctx NftRunner::newContext(bool json) {
   return ctx;
 }
 
-NftRunner::NftRunner() : commitCtx_(newContext(true)), listCtx_(newContext(true)), nativeCtx_(newContext(false)) {}
+NftRunner::NftRunner()
+    : commitCtx_(newContext(true)), checkCtx_(newContext(true)), listCtx_(newContext(true)), nativeCtx_(newContext(false)) {
+  nft_ctx_set_dry_run(checkCtx_.get(), true);
+}
 NftRunner::~NftRunner() = default;
 
 RunResult NftRunner::run(nft_ctx* ctx, const std::string& buf) {
@@ -46,6 +49,24 @@ RunResult NftRunner::commit(const Transaction& txn) {
     });
   }
   return r;
+}
+
+RunResult NftRunner::check(const Transaction& txn) {
+  if (txn.empty()) return {};
+  RunResult r = run(checkCtx_.get(), txn.toJson());
+  if (txn.size() > kFreshContextOps) {
+    worker_.call([this] {
+      checkCtx_ = newContext(true);
+      nft_ctx_set_dry_run(checkCtx_.get(), true);
+      return 0;
+    });
+  }
+  return r;
+}
+
+RunResult NftRunner::probeFamily(Family f) {
+  return run(checkCtx_.get(), std::string("{\"nftables\":[{\"add\":{\"table\":{\"family\":\"") + familyName(f) +
+                                  "\",\"name\":\"kube-proxy-probe\"}}}]}");
 }
 
 std::string staticDeclarationsText(const Ruleset& rs) {

@@ -27,6 +27,12 @@ class Runner {
   virtual ~Runner() = default;
   // One atomic transaction. An empty transaction is not sent.
   virtual RunResult commit(const Transaction& txn) = 0;
+  // What commit would answer, without applying anything: the kernel validates the whole batch
+  // and aborts it (nft --check). Finds the part of a rejected transaction that the kernel refuses.
+  virtual RunResult check(const Transaction& txn) = 0;
+  // Whether this kernel runs nftables for family f at all (a check of `add table`): upstream
+  // runs single-stack when one family's nftables is missing.
+  virtual RunResult probeFamily(Family f) = 0;
   // Start-up declarations that nft 1.0.6 JSON cannot express (typeof maps), in native syntax, in
   // their own transaction. Idempotent.
   virtual RunResult declareStatic(const Ruleset& rs) = 0;
@@ -40,6 +46,8 @@ class NftRunner : public Runner {
   NftRunner();
   ~NftRunner() override;
   RunResult commit(const Transaction& txn) override;
+  RunResult check(const Transaction& txn) override;
+  RunResult probeFamily(Family f) override;
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
@@ -53,6 +61,7 @@ class NftRunner : public Runner {
   static constexpr size_t kFreshContextOps = 10000;
   RunResult run(nft_ctx* ctx, const std::string& buf);
   Ctx commitCtx_;  // JSON in/out; never lists
+  Ctx checkCtx_;   // JSON, dry run: checks and probes, never applies
   Ctx listCtx_;    // JSON listings only
   Ctx nativeCtx_;  // native syntax: start-up declarations, table deletion
   WorkerThread worker_;  // every libnftables call runs here (see worker_thread.h); destroyed first

@@ -233,6 +233,8 @@ int main(int argc, char** argv) {
     auto now = Clock::now();
     auto due = dirty ? std::max(lastSync + minSync + backoff, now) : nextForced;
     due = std::min(due, nextForced);
+    // Services the kernel refused are retried on their own backoff (pkg/sync/isolation.h).
+    if (auto retry = syncer.nextRetry()) due = std::min(due, std::max(*retry, lastSync + minSync));
     // Until the source has seen everything, the table stays exactly as it is: syncing a
     // half-listed state would delete the rules of services not listed yet.
     if (now >= due && !source.hasSynced()) {
