@@ -44,20 +44,34 @@ def endpoint_chain(ns, name, ep, ep_port, proto="tcp", port=gen_state.PORT_NAME)
     return "endpoint-" + hash_and_truncate("%s/%s/%s/%s__%s/%d" % (ns, name, proto, port, ep, ep_port))
 
 
+# The newest layout's base chains (name, type, hook, priority) and the jumps of its filter chains;
+# e2e/upstream_nft.py builds the other layouts from these.
+BASE_CHAINS = [
+    ("filter-prerouting-pre-dnat", "filter", "prerouting", -110),
+    ("filter-output-pre-dnat", "filter", "output", -110),
+    ("filter-forward", "filter", "forward", 0),
+    ("filter-input", "filter", "input", 0),
+    ("filter-output", "filter", "output", 0),
+    ("nat-prerouting", "nat", "prerouting", -100),
+    ("nat-output", "nat", "output", -100),
+    ("nat-postrouting", "nat", "postrouting", 100),
+]
+FILTER_JUMPS = [
+    ("filter-prerouting-pre-dnat", "ct state new jump firewall-check"),
+    ("filter-output-pre-dnat", "ct state new jump firewall-check"),
+    ("filter-forward", "ct state new jump service-endpoints-check"),
+    ("filter-forward", "ct state new jump cluster-ips-check"),
+    ("filter-input", "ct state new jump nodeport-endpoints-check"),
+    ("filter-input", "ct state new jump service-endpoints-check"),
+    ("filter-output", "ct state new jump service-endpoints-check"),
+    ("filter-output", "ct state new jump cluster-ips-check"),
+]
+
+
 def base_lines(t):
     T = "ip " + t
     out = ['add table %s { comment "rules for kube-proxy" ; }' % T]
-    base = [
-        ("filter-prerouting-pre-dnat", "filter", "prerouting", -110),
-        ("filter-output-pre-dnat", "filter", "output", -110),
-        ("filter-forward", "filter", "forward", 0),
-        ("filter-input", "filter", "input", 0),
-        ("filter-output", "filter", "output", 0),
-        ("nat-prerouting", "nat", "prerouting", -100),
-        ("nat-output", "nat", "output", -100),
-        ("nat-postrouting", "nat", "postrouting", 100),
-    ]
-    for name, typ, hook, prio in base:
+    for name, typ, hook, prio in BASE_CHAINS:
         out.append("add chain %s %s { type %s hook %s priority %d ; }" % (T, name, typ, hook, prio))
     for name in ["services", "firewall-check", "service-endpoints-check",
                  "nodeport-endpoints-check", "cluster-ips-check", "reject-chain",
@@ -77,15 +91,7 @@ def base_lines(t):
         'add map %s firewall-ips { type ipv4_addr . inet_proto . inet_service : verdict ; '
         'comment "destinations that are subject to LoadBalancerSourceRanges" ; }' % T,
     ]
-    rules = [
-        ("filter-prerouting-pre-dnat", "ct state new jump firewall-check"),
-        ("filter-output-pre-dnat", "ct state new jump firewall-check"),
-        ("filter-forward", "ct state new jump service-endpoints-check"),
-        ("filter-forward", "ct state new jump cluster-ips-check"),
-        ("filter-input", "ct state new jump nodeport-endpoints-check"),
-        ("filter-input", "ct state new jump service-endpoints-check"),
-        ("filter-output", "ct state new jump service-endpoints-check"),
-        ("filter-output", "ct state new jump cluster-ips-check"),
+    rules = FILTER_JUMPS + [
         ("nat-prerouting", "jump services"),
         ("nat-output", "jump services"),
         ("nat-postrouting", "jump masquerading"),

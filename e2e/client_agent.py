@@ -15,6 +15,10 @@ Requests:
         -> {"attempts", "ok", "failures": [[t, err]], "answers": {answer: n}, "max_ms", "elapsed"}
   {"op": "udp_open", "id", "host", "port"} / {"op": "udp_ask", "id", "timeout"?} -> {"result"}
         one long-lived connected UDP socket (a single conntrack flow) asked repeatedly
+  {"op": "stream_start", "id", "host", "port", "interval"?} / {"op": "stream_stop", "id"}
+        ONE long-lived TCP connection (an echo_server --stream port) exchanging a numbered line
+        every `interval` seconds in a background thread; never reconnected: the first error ends it
+        -> {"exchanges", "answers": {own-ip: n}, "failures": [[t, err]], "max_ms", "elapsed"}
   {"op": "sctp_init", "host", "port", "sport", "count"?}  -> {"ok": true}
         sends raw SCTP INIT chunks (IPPROTO_SCTP raw socket, CRC32c checksum)
   {"op": "quit"}
@@ -184,6 +188,57 @@ class Loop:
         return self.stats()
 
 
+class Stream:
+    def __init__(self, host, port, interval, timeout=2.0):
+        self.interval, self.timeout = interval, timeout
+        self.stop_ev = threading.Event()
+        self.lock = threading.Lock()
+        self.exchanges = 0
+        self.answers = {}
+        self.failures = []
+        self.max_ms = 0.0
+        self.t0 = time.monotonic()
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        buf = b""
+        n = 0
+        while not self.stop_ev.is_set():
+            start = time.monotonic()
+            n += 1
+            try:
+                self.sock.sendall(b"%d\n" % n)
+                while b"\n" not in buf:
+                    chunk = self.sock.recv(4096)
+                    if not chunk:
+                        raise ConnectionResetError(errno.ECONNRESET, "closed by peer")
+                    buf += chunk
+                line, buf = buf.split(b"\n", 1)
+                parts = line.decode(errors="replace").split()
+                if len(parts) != 3 or parts[2] != str(n):
+                    raise ValueError(f"answer {line!r} to line {n}")
+            except Exception as e:  # noqa: BLE001 - the first error ends the stream
+                with self.lock:
+                    self.failures.append([round(start - self.t0, 3), err_name(e)])
+                return
+            with self.lock:
+                self.exchanges += 1
+                self.answers[parts[0]] = self.answers.get(parts[0], 0) + 1
+                self.max_ms = max(self.max_ms, (time.monotonic() - start) * 1000)
+            self.stop_ev.wait(self.interval)
+
+    def stop(self):
+        self.stop_ev.set()
+        self.thread.join()
+        self.sock.close()
+        with self.lock:
+            return {"exchanges": self.exchanges, "answers": dict(self.answers),
+                    "failures": list(self.failures), "max_ms": round(self.max_ms, 1),
+                    "elapsed": round(time.monotonic() - self.t0, 3)}
+
+
 def handle(req, state):
     op = req["op"]
     if op == "tcp":
@@ -218,6 +273,12 @@ def handle(req, state):
             return {"result": s.recv(65535).decode(errors="replace").strip() or "ERR:EMPTY"}
         except Exception as e:  # noqa: BLE001
             return {"result": err_name(e)}
+    if op == "stream_start":
+        state.setdefault("streams", {})[req["id"]] = Stream(req["host"], req["port"],
+                                                             req.get("interval", 0.02))
+        return {"ok": True}
+    if op == "stream_stop":
+        return state["streams"].pop(req["id"]).stop()
     if op == "sctp_init":
         sctp_init(req["host"], req["port"], req["sport"], req.get("count", 1))
         return {"ok": True}
@@ -243,6 +304,8 @@ def main():
         print(json.dumps(resp), flush=True)
     if state.get("loop"):
         state["loop"].stop()
+    for stream in state.get("streams", {}).values():
+        stream.stop()
 
 
 if __name__ == "__main__":

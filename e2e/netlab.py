@@ -383,6 +383,12 @@ class Agent:
     def udp_ask(self, sid, timeout=2.0):
         return self.call(op="udp_ask", id=sid, timeout=timeout)["result"]
 
+    def stream_start(self, sid, host, port, interval=0.02):
+        self.call(op="stream_start", id=sid, host=host, port=port, interval=interval)
+
+    def stream_stop(self, sid):
+        return self.call(op="stream_stop", id=sid)
+
     def sctp_init(self, host, port, sport, count=1):
         self.call(op="sctp_init", host=host, port=port, sport=sport, count=count)
 
@@ -466,6 +472,14 @@ class Daemon:
                 raise LabError(f"timed out after {timeout}s waiting for {n} `sync done` lines "
                                f"(saw {got})\n{self.tail()}")
             time.sleep(0.02)
+
+    def wait_for(self, text, timeout=20.0):
+        """Wait until this run's stderr contains `text`."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr():
+            if not self.alive() or time.monotonic() > deadline:
+                raise LabError(f"no {text!r} in the daemon's log (alive={self.alive()})\n{self.tail()}")
+            time.sleep(0.05)
 
     def settle(self, quiet=0.25, timeout=10.0):
         """Wait until no new sync line appeared for `quiet` seconds."""
@@ -645,12 +659,12 @@ class Lab:
         client.v4_blocked, client.v6_blocked = CLIENT_V4_BLOCKED, CLIENT_V6_BLOCKED
         return client
 
-    def add_backends(self, n, tcp=(8080,), udp=(5353,), show_port=False, name="ep"):
+    def add_backends(self, n, tcp=(8080,), udp=(5353,), show_port=False, name="ep", stream=()):
         """n pods, each running an echo server on the given ports."""
         pods = []
         for i in range(n):
             p = self.add_pod(f"{name}{i + 1}")
-            self.start_echo(p, tcp=tcp, udp=udp, show_port=show_port)
+            self.start_echo(p, tcp=tcp, udp=udp, show_port=show_port, stream=stream)
             pods.append(p)
         return pods
 
@@ -660,14 +674,16 @@ class Lab:
         return {a["local"] for link in data for a in link.get("addr_info", [])}
 
     # -- processes --
-    def start_echo(self, pod, tcp=(), udp=(), show_port=False, addrs=None):
+    def start_echo(self, pod, tcp=(), udp=(), show_port=False, addrs=None, stream=()):
         """Echo servers in a pod (or the external client, or `self.node_pod()`) on its two
-        addresses, or on `addrs`."""
+        addresses, or on `addrs`; `stream`: long-lived TCP ports (echo_server.py --stream)."""
         args = [PY, "-u", ECHO]
         for a in (addrs or (pod.v4, pod.v6)):
             args += ["--addr", a]
         for p in tcp:
             args += ["--tcp", str(p)]
+        for p in stream:
+            args += ["--stream", str(p)]
         for p in udp:
             args += ["--udp", str(p)]
         if show_port:

@@ -323,17 +323,24 @@ Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to) {
     const ListedTable& k = i < kernel.size() ? kernel[i] : kAbsent;
     // Never delete the table: other traffic keeps flowing through the old rules until the commit.
     ph.tables.addTable(tt.family, tt.name);
+    // `flush table` empties every chain but no set: the sets we keep are flushed one by one, or
+    // their elements would keep pointing at chains about to go and block re-adding a key with a
+    // new value (a takeover from another layout, a resync after a failure).
     ph.tables.flushTable(tt.family, tt.name);
     Flat want = flatten(tt);
-    // After the flush nothing references anything, so stale objects can go.
+    for (const auto& [name, ks] : k.sets) {
+      SetDecl listed{name, ks.keyType, ks.isMap ? ks.dataType : "", ""};
+      const SetDecl* d = findDecl(&tt, name);
+      if (d && sameDeclaration(ks, *d)) {
+        if (!ks.elements.empty()) ph.tables.flushSet(tt.family, tt.name, listed);
+      } else {
+        ph.dropStale.deleteSet(tt.family, tt.name, listed);  // after the flushes nothing references it
+      }
+    }
+    // After the flushes nothing references anything, so stale objects can go.
     for (const auto& [name, kc] : k.chains) {
       auto w = want.chains.find(name);
       if (w == want.chains.end() || !(w->second->hook == kc.hook)) ph.dropStale.deleteChain(tt.family, tt.name, name);
-    }
-    for (const auto& [name, ks] : k.sets) {
-      const SetDecl* d = findDecl(&tt, name);
-      if (!d || !sameDeclaration(ks, *d))
-        ph.dropStale.deleteSet(tt.family, tt.name, SetDecl{name, ks.keyType, ks.isMap ? ks.dataType : "", ""});
     }
     for (const SetDecl& d : tt.sets)
       if (d.typeofSpec.empty()) ph.sets.addSet(tt.family, tt.name, d);

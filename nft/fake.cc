@@ -39,8 +39,7 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
     if (op.verb == Verb::Add) tables[tk];
     else if (!tables.count(tk)) return fail("No such file or directory (table " + tk + ")");
     else if (op.verb == Verb::Flush) {
-      for (auto& [name, rules] : tables[tk].rules) rules.clear();
-      for (auto& [name, s] : tables[tk].sets) s.elements.clear();
+      for (auto& [name, rules] : tables[tk].rules) rules.clear();  // as the kernel: sets keep their elements
     } else {
       tables.erase(tk);
     }
@@ -86,6 +85,8 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
         t.sets[op.name].decl = *op.set;
       } else if (s == t.sets.end()) {
         return fail("No such file or directory (set " + op.name + ")");
+      } else if (op.verb == Verb::Flush) {
+        s->second.elements.clear();
       } else if (setReferenced(t, op.name)) {
         return fail("Device or resource busy (set " + op.name + ")");
       } else {
@@ -122,7 +123,7 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
 RunResult FakeRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
   lastOps = txn.size();
-  if (failNext) {
+  if (failNext || failAlways) {
     failNext = false;
     return fail("Operation not permitted (injected)");
   }

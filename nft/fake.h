@@ -23,6 +23,7 @@ class FakeRunner : public Runner {
   int commits = 0;         // successful non-empty commits
   size_t lastOps = 0;      // operations in the last commit attempt
   bool failNext = false;   // the next commit fails as a kernel rejection would
+  bool failAlways = false; // every commit fails so, until cleared
   int checks = 0;          // check() calls
   // Chains the kernel refuses to add (as for a conflict only the kernel sees): any transaction
   // adding one of them fails, in commit() and check() alike.

@@ -38,7 +38,9 @@ RunResult NftRunner::run(nft_ctx* ctx, const std::string& buf) {
 
 RunResult NftRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
-  RunResult r = run(commitCtx_.get(), txn.toJson());
+  std::string json = txn.toJson();
+  RunResult r = run(commitCtx_.get(), json);
+  r.bytes = json.size();
   // libnftables keeps what a commit built in its context (~13 MiB in millions of small blocks
   // after a cold sync at 10k services, scattered through the heap); a fresh context gives it back.
   if (txn.size() > kFreshContextOps) {
@@ -96,6 +98,15 @@ RunResult NftRunner::list(Family f, const std::string& table, ListedTable* out) 
   if (!parsed) return {false, error};
   *out = std::move(*parsed);
   return {};
+}
+
+RunResult NftRunner::runJson(const std::string& json, std::string* output) {
+  RunResult r = run(listCtx_.get(), json);
+  if (r.ok && output) {
+    const char* buf = nft_ctx_get_output_buffer(listCtx_.get());
+    *output = buf ? buf : "";
+  }
+  return r;
 }
 
 RunResult NftRunner::deleteTable(Family f, const std::string& table) {

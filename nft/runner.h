@@ -19,6 +19,7 @@ namespace kpn::nft {
 struct RunResult {
   bool ok = true;
   std::string error;  // libnftables' error text; it does not say which command failed
+  size_t bytes = 0;   // commit: the size of the JSON sent to libnftables
 };
 
 // What the syncer needs from "the kernel"; the fake implements it for tests.
@@ -51,6 +52,9 @@ class NftRunner : public Runner {
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
+  // A JSON command batch on the listing context, for tables that are not ours (the iptables-nft
+  // leftovers): *output gets what it printed. Never used for our own table.
+  RunResult runJson(const std::string& json, std::string* output);
 
  private:
   struct CtxDeleter {

@@ -102,6 +102,10 @@ void Transaction::deleteSet(Family f, const std::string& t, const SetDecl& s) {
   ops_.push_back(makeOp(Verb::Delete, Kind::Set, f, t, s.name));
   ops_.back().set = std::make_shared<const SetDecl>(s);
 }
+void Transaction::flushSet(Family f, const std::string& t, const SetDecl& s) {
+  ops_.push_back(makeOp(Verb::Flush, Kind::Set, f, t, s.name));
+  ops_.back().set = std::make_shared<const SetDecl>(s);
+}
 void Transaction::addElement(Family f, const std::string& t, const Element& e, Keeper keep) {
   ops_.push_back(makeOp(Verb::Add, Kind::Element, f, t, e.set));
   point(ops_.back(), e, std::move(keep), &Op::elementPtr);

@@ -47,6 +47,7 @@ class Transaction {
   void addRule(Family f, const std::string& table, const std::string& chain, const Rule& rule, Keeper keep = nullptr);
   void addSet(Family f, const std::string& table, const SetDecl& set);
   void deleteSet(Family f, const std::string& table, const SetDecl& set);
+  void flushSet(Family f, const std::string& table, const SetDecl& set);  // every element; the set stays
   void addElement(Family f, const std::string& table, const Element& e, Keeper keep = nullptr);
   void deleteElement(Family f, const std::string& table, const Element& e, Keeper keep = nullptr);
   void append(Transaction&& other);

@@ -493,6 +493,29 @@ spec: {podCIDR: 10.244.2.7/24}
   CHECK(out.nodes[1].podCIDRs == std::vector<std::string>{"10.244.2.0/24"});
 }
 
+TEST_CASE("a Node decodes what /healthz needs: deletionTimestamp and taint keys; a bad taint costs only itself") {
+  auto out = decodeYaml(R"(
+kind: Node
+metadata: {name: node-a, deletionTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  taints:
+  - {key: ToBeDeletedByClusterAutoscaler, value: "1700000000", effect: NoSchedule}
+  - {key: [not, a, string]}
+  - {key: node.kubernetes.io/unschedulable, effect: NoSchedule}
+---
+kind: Node
+metadata: {name: node-b, deletionTimestamp: null}
+)");
+  CHECK(out.errors.empty());
+  REQUIRE(out.nodes.size() == 2);
+  CHECK(out.nodes[0].deletionTimestamp == "2026-01-01T00:00:00Z");
+  CHECK(out.nodes[0].taintKeys ==
+        std::vector<std::string>{"ToBeDeletedByClusterAutoscaler", "node.kubernetes.io/unschedulable"});
+  CHECK(anyContains(out.warnings, "spec.taints[1].key"));
+  CHECK(out.nodes[1].deletionTimestamp.empty());
+  CHECK(out.nodes[1].taintKeys.empty());
+}
+
 TEST_CASE("a syntax error fails the whole text and leaves the output untouched") {
   DecodedObjects out;
   out.errors.push_back("earlier");

@@ -129,3 +129,13 @@ TEST_CASE("set names are shared, compare by name and read as strings") {
   CHECK(e == setElement("backends-tcp-7", ex::addr("1.2.3.4")));
   CHECK(!(e == setElement("backends-tcp-8", ex::addr("1.2.3.4"))));
 }
+
+TEST_CASE("flush set / flush map: a map stays a map, in JSON and in text") {
+  Transaction t;
+  t.flushSet(Family::IPv4, "kube-proxy", SetDecl{"cluster-ips", {"ipv4_addr"}, "", ""});
+  t.flushSet(Family::IPv6, "kube-proxy", SetDecl{"backends-tcp-0", {"integer"}, "ipv6_addr . inet_service", ""});
+  CHECK(t.toJson() ==
+        "{\"nftables\":[{\"flush\":{\"set\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"name\":\"cluster-ips\"}}},\n"
+        "{\"flush\":{\"map\":{\"family\":\"ip6\",\"table\":\"kube-proxy\",\"name\":\"backends-tcp-0\"}}}]}");
+  CHECK(t.toText() == "flush set ip kube-proxy cluster-ips\nflush map ip6 kube-proxy backends-tcp-0\n");
+}

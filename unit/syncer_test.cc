@@ -86,10 +86,10 @@ TEST_CASE("syncer: a service the kernel refuses is found by bisection and left o
   CHECK(kernel.checks > 1);
   for (const char* name : {"a", "c", "d", "e"}) CHECK(hasChain(kernel, "ip kube-proxy", std::string("service-default/") + name + "/tcp/http"));
   CHECK_FALSE(hasChain(kernel, "ip kube-proxy", "service-default/bad/tcp/http"));
-  auto retry = syncer.nextRetry();
+  auto retry = syncer.retryIn();
   REQUIRE(retry.has_value());
-  CHECK(*retry > sync::Clock::now());
-  CHECK(*retry < sync::Clock::now() + std::chrono::seconds(1));
+  CHECK(*retry > std::chrono::nanoseconds(0));
+  CHECK(*retry < std::chrono::seconds(1));
 
   // Another service changes: programmed at once, incrementally, the refused one still left out.
   st.upsertSlice(slice("default", "a-1", "a", {epPort("http", 8080)}, {{"10.244.1.9"}}));
@@ -104,7 +104,7 @@ TEST_CASE("syncer: a service the kernel refuses is found by bisection and left o
   s = syncer.sync(st);
   REQUIRE(s.ok);
   CHECK(syncer.failureCounts().serviceRejections == 2);
-  CHECK(*syncer.nextRetry() > sync::Clock::now() + std::chrono::milliseconds(600));
+  CHECK(*syncer.retryIn() > std::chrono::milliseconds(600));
 
   // The kernel takes it now: its next change programs it.
   kernel.rejectChains.clear();
@@ -115,7 +115,7 @@ TEST_CASE("syncer: a service the kernel refuses is found by bisection and left o
   CHECK(syncer.rejectedServices().empty());
   CHECK(hasChain(kernel, "ip kube-proxy", "service-default/bad/tcp/http"));
   CHECK(hasBackend(kernel, "10.244.1.8"));
-  CHECK_FALSE(syncer.nextRetry().has_value());
+  CHECK_FALSE(syncer.retryIn().has_value());
 }
 
 TEST_CASE("syncer: a transaction refused without any service's rules keeps the old ruleset and goes full") {
@@ -170,4 +170,43 @@ TEST_CASE("findRejected: bisection finds exactly the refused candidates in O(b l
   CHECK(bad.at("svc ns/s107") == "refused svc ns/s107");
   CHECK(calls <= 2 * 2 * 7 + 1);
   CHECK(sync::findRejected(candidates, [](const std::set<std::string>&) { return std::optional<std::string>(); }).empty());
+}
+
+TEST_CASE("syncer: a start-up over another layout's table (a base chain on another priority, map elements "
+          "pointing at its chains) converts it in one commit: `flush table` leaves sets alone, so they are flushed") {
+  render::NodeConfig cfg;
+  cfg.nodeName = "node-a";
+  cfg.backendShards = 2;
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  nft::FakeRunner kernel;
+  {
+    render::Renderer renderer(cfg);
+    sync::Syncer first(renderer, kernel);
+    REQUIRE(first.sync(st).ok);
+  }
+  // Turn the committed table into "someone else's": upstream's v1.33 filter-input priority, a chain
+  // of its own that service-ips points into, and an element of a set we do not have.
+  auto& t = kernel.tables.at("ip kube-proxy");
+  REQUIRE(t.chains.count("filter-input"));
+  t.chains["filter-input"] = nft::Hook{"filter", "input", -110};
+  t.chains["service-ULMVA6XW-default/web/tcp/http"] = std::nullopt;
+  t.rules["service-ULMVA6XW-default/web/tcp/http"];
+  auto& serviceIps = t.sets.at("service-ips").elements;
+  REQUIRE(serviceIps.size() == 1);
+  auto ours = *serviceIps.begin();
+  serviceIps.begin()->second = {R"({"goto":{"target":"service-ULMVA6XW-default/web/tcp/http"}})",
+                                {"service-ULMVA6XW-default/web/tcp/http"}};
+
+  render::Renderer renderer(cfg);
+  sync::Syncer restarted(renderer, kernel);
+  auto stats = restarted.sync(st);
+  REQUIRE(stats.ok);
+  CHECK(stats.full);
+  const auto& after = kernel.tables.at("ip kube-proxy");
+  CHECK_FALSE(after.chains.count("service-ULMVA6XW-default/web/tcp/http"));
+  CHECK(after.chains.at("filter-input") == nft::Hook{"filter", "input", 0});
+  CHECK(after.sets.at("service-ips").elements == std::map<std::string, std::pair<std::string, std::vector<std::string>>>{ours});
+  CHECK(restarted.sync(st).ops == 0);
 }

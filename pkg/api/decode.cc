@@ -496,9 +496,23 @@ EndpointSlice decodeSlice(const JV& obj, std::string* named, std::vector<std::st
 Node decodeNode(const JV& obj, std::string* named, std::vector<std::string>& warnings) {
   Node node;
   node.meta = decodeMeta(obj, false, NameRule::kDns1123Subdomain, named);
+  // /healthz reports a Node being deleted or drained by the autoscaler as not eligible.
+  if (const JV* dt = field(asObject(*field(obj, "metadata"), kRoot / "metadata"), "deletionTimestamp"))
+    if (!dt->IsNull()) node.deletionTimestamp = asString(*dt, kRoot / "metadata" / "deletionTimestamp");
   if (const JV* specV = field(obj, "spec")) {
     Path sp = kRoot / "spec";
     const JV& spec = asObject(*specV, sp);
+    if (const JV* taints = field(spec, "taints")) {
+      Path tp = sp / "taints";
+      const JV& arr = asArray(*taints, tp);
+      for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) {
+        try {
+          node.taintKeys.push_back(stringField(asObject(arr[i], tp[i]), "key", tp[i]));
+        } catch (const Invalid& e) {
+          warnings.push_back(std::string(e.what()) + "; taint dropped");
+        }
+      }
+    }
     Path cp = sp / "podCIDRs";
     if (const JV* cidrs = field(spec, "podCIDRs")) {
       const JV& arr = asArray(*cidrs, cp);

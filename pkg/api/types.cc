@@ -57,7 +57,8 @@ bool operator==(const EndpointSlice& a, const EndpointSlice& b) {
 }
 
 bool operator==(const Node& a, const Node& b) {
-  return a.meta == b.meta && a.podCIDRs == b.podCIDRs && a.addresses == b.addresses;
+  return a.meta == b.meta && a.podCIDRs == b.podCIDRs && a.addresses == b.addresses &&
+         a.deletionTimestamp == b.deletionTimestamp && a.taintKeys == b.taintKeys;
 }
 
 bool operator==(const ServiceCIDR& a, const ServiceCIDR& b) { return a.meta == b.meta && a.cidrs == b.cidrs; }

@@ -94,6 +94,8 @@ struct Node {
   ObjectMeta meta;
   std::vector<std::string> podCIDRs;
   std::vector<std::pair<std::string, std::string>> addresses;  // (type, address)
+  std::string deletionTimestamp;       // metadata.deletionTimestamp: "" unless the Node is being deleted
+  std::vector<std::string> taintKeys;  // spec.taints[].key (ToBeDeletedByClusterAutoscaler: on its way out)
 };
 
 // networking.k8s.io/v1 ServiceCIDR: the ranges ClusterIPs are allocated from. Cluster-scoped.

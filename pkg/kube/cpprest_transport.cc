@@ -41,9 +41,11 @@ web::uri baseUri(const std::string& server) {
 
 class CpprestTransport final : public Transport {
  public:
-  CpprestTransport(const ClientConfig& cfg, TransportTimeouts t)
-      : cfg_(cfg), tokens_(cfg.token, cfg.tokenFile), limiter_(cfg.qps, cfg.burst) {
+  CpprestTransport(const ClientConfig& cfg, TransportTimeouts t, RequestHook onRequest)
+      : cfg_(cfg), tokens_(cfg.token, cfg.tokenFile), limiter_(cfg.qps, cfg.burst), onRequest_(std::move(onRequest)) {
     initThreadPoolOnce();
+    web::uri u(cfg.server);
+    host_ = u.host() + (u.port() > 0 ? ":" + std::to_string(u.port()) : "");
     web::uri base = baseUri(cfg.server);
     requests_ = std::make_unique<client::http_client>(base, clientConfig(t.request));
     watches_ = std::make_unique<client::http_client>(base, clientConfig(t.watch));
@@ -175,9 +177,15 @@ class CpprestTransport final : public Transport {
     if (!cfg_.tlsServerName.empty()) req.headers().add(http::header_names::host, cfg_.tlsServerName);
     std::string bearer = tokens_.token();
     if (!bearer.empty()) req.headers().add(http::header_names::authorization, "Bearer " + bearer);
+    auto started = std::chrono::steady_clock::now();
+    auto observe = [&] {
+      if (onRequest_ && !r.cancelled)
+        onRequest_("GET", host_, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    };
     try {
       http::http_response resp = c.request(req, cts.get_token()).get();
       r.status = resp.status_code();
+      observe();
       auto ra = resp.headers().find("Retry-After");
       if (ra != resp.headers().end()) r.retryAfterSeconds = std::atoi(ra->second.c_str());
       onResponse(resp, cts);
@@ -187,6 +195,7 @@ class CpprestTransport final : public Transport {
     } catch (const std::exception& e) {
       r.cancelled = isCancelled();
       if (r.cancelled) return;
+      if (r.status == 0) observe();
       r.error = e.what();
       // cpprest says only "Error in SSL handshake": find out what exactly the certificate lacks.
       if (r.status == 0 && r.error.find("handshake") != std::string::npos && !cfg_.insecureSkipTlsVerify)
@@ -202,6 +211,8 @@ class CpprestTransport final : public Transport {
   const ClientConfig cfg_;
   TokenSource tokens_;
   RateLimiter limiter_;
+  RequestHook onRequest_;
+  std::string host_;  // host:port, as client-go labels its metrics
   std::unique_ptr<client::http_client> requests_, watches_;
   std::mutex mu_;
   std::set<pplx::cancellation_token_source*> inFlight_;  // so that cancel() reaches every request
@@ -210,8 +221,9 @@ class CpprestTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> makeCpprestTransport(const ClientConfig& cfg, TransportTimeouts timeouts) {
-  return std::make_unique<CpprestTransport>(cfg, timeouts);
+std::unique_ptr<Transport> makeCpprestTransport(const ClientConfig& cfg, TransportTimeouts timeouts,
+                                                RequestHook onRequest) {
+  return std::make_unique<CpprestTransport>(cfg, timeouts, std::move(onRequest));
 }
 
 }  // namespace kpn::kube

@@ -16,6 +16,7 @@ struct TransportTimeouts {
   std::chrono::seconds watch{660};   // watches: above the longest timeoutSeconds we ask for
 };
 
-std::unique_ptr<Transport> makeCpprestTransport(const ClientConfig& cfg, TransportTimeouts timeouts = {});
+std::unique_ptr<Transport> makeCpprestTransport(const ClientConfig& cfg, TransportTimeouts timeouts = {},
+                                                RequestHook onRequest = nullptr);
 
 }  // namespace kpn::kube

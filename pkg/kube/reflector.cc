@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include "pkg/api/skip_report.h"
 #include "pkg/kube/line_splitter.h"
 
 namespace kpn::kube {
@@ -131,6 +132,7 @@ Reflector::Outcome Reflector::list() {
     for (auto& item : page.items) {
       if (item.key.empty()) {
         stats_.skippedObjects++;
+        api::reportSkipped(spec_.kind, "unnamed");
         LOG(WARNING) << "skipping a " << spec_.kind << " without a name: " << item.error;
         continue;
       }
@@ -140,6 +142,7 @@ Reflector::Outcome Reflector::list() {
       if (unchanged) continue;
       if (!item.error.empty()) {
         stats_.skippedObjects++;
+        api::reportSkippedError(item.error);
         LOG(WARNING) << "skipping invalid object (its last good version, if any, stays): " << item.error;
         continue;
       }
@@ -227,6 +230,7 @@ Reflector::Outcome Reflector::watch() {
         known_[ev.item.key] = ev.item.resourceVersion;
         if (!ev.item.error.empty()) {
           stats_.skippedObjects++;
+          api::reportSkippedError(ev.item.error);
           LOG(WARNING) << "skipping invalid object (its last good version, if any, stays): " << ev.item.error;
           return true;
         }

@@ -17,6 +17,10 @@ struct HttpResult {
   bool cancelled = false;   // ended by cancel(), not by the server
 };
 
+// Told once per request when its status is known (0: no HTTP answer), with the time to the
+// response headers: for client-go's rest_client_* metrics. Any thread.
+using RequestHook = std::function<void(const char* method, const std::string& host, int status, double seconds)>;
+
 class Transport {
  public:
   virtual ~Transport() = default;

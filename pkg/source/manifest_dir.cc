@@ -16,6 +16,7 @@
 #include <set>
 #include <system_error>
 
+#include "pkg/api/skip_report.h"
 #include "pkg/source/proxy_selector.h"
 
 namespace kpn::source {
@@ -191,7 +192,10 @@ bool ManifestDir::reload(const std::string& name) {
                  << " objects it had";
     return false;
   }
-  for (const auto& e : objs.errors) LOG(WARNING) << "manifests: " << name << ": " << e << " (skipped)";
+  for (const auto& e : objs.errors) {
+    LOG(WARNING) << "manifests: " << name << ": " << e << " (skipped)";
+    api::reportSkippedError(e);
+  }
   skipped_ += objs.errors.size();
   for (const auto& w : objs.warnings) LOG(WARNING) << "manifests: " << name << ": " << w;
 
@@ -200,6 +204,7 @@ bool ManifestDir::reload(const std::string& name) {
     if (!s.serviceName.empty()) return false;
     LOG(WARNING) << "manifests: " << name << ": EndpointSlice " << s.meta.ns << "/" << s.meta.name
                  << " has no kubernetes.io/service-name label; ignored";
+    api::reportSkipped("EndpointSlice", "no_service_name");
     return true;
   });
   objs.slices.erase(unlabelled, objs.slices.end());

@@ -4,12 +4,23 @@ namespace kpn::state {
 
 std::string serviceKey(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
+void ClusterState::serviceChanged(const std::string& key) {
+  changeCounts.pendingServices.insert(key);
+  ++changeCounts.serviceChanges;
+}
+
+void ClusterState::endpointsChanged(const std::string& key) {
+  changeCounts.pendingEndpoints.insert(key);
+  ++changeCounts.endpointChanges;
+}
+
 bool ClusterState::upsertService(ServicePtr svc) {
   auto key = serviceKey(svc->meta.ns, svc->meta.name);
   auto& slot = services[key];
   if (slot && *slot == *svc) return false;  // same content: keep the old pointer, nothing to re-render
   slot = std::move(svc);
   changedServices.insert(key);
+  serviceChanged(key);
   return true;
 }
 
@@ -17,6 +28,7 @@ bool ClusterState::deleteService(const std::string& ns, const std::string& name)
   auto key = serviceKey(ns, name);
   if (!services.erase(key)) return false;
   changedServices.insert(key);
+  serviceChanged(key);
   return true;
 }
 
@@ -26,6 +38,7 @@ bool ClusterState::upsertSlice(SlicePtr slice) {
   if (slot && *slot == *slice) return false;
   slot = std::move(slice);
   changedServices.insert(key);
+  endpointsChanged(key);
   return true;
 }
 
@@ -36,6 +49,7 @@ bool ClusterState::deleteSlice(const std::string& ns, const std::string& service
   if (it == slicesByService.end() || !it->second.erase(sliceName)) return false;
   if (it->second.empty()) slicesByService.erase(it);
   changedServices.insert(key);
+  endpointsChanged(key);
   return true;
 }
 

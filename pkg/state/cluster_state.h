@@ -33,6 +33,13 @@ struct ClusterState {
   bool nodeChanged = false;
   bool serviceCIDRsChanged = false;
 
+  // Upstream's change trackers, for metrics: the services with a Service (or EndpointSlice)
+  // change not yet taken by a sync, and the count of every such change applied.
+  struct ChangeCounts {
+    std::set<std::string> pendingServices, pendingEndpoints;
+    uint64_t serviceChanges = 0, endpointChanges = 0;
+  } changeCounts;
+
   // Mutators keep the change journal honest; sources use only these. Each returns whether the
   // state changed (an equal value or a missing key changes nothing).
   bool upsertService(ServicePtr svc);
@@ -42,6 +49,10 @@ struct ClusterState {
   bool setNode(NodePtr node);
   bool upsertServiceCIDR(ServiceCIDRPtr cidr);
   bool deleteServiceCIDR(const std::string& name);
+
+ private:
+  void serviceChanged(const std::string& key);
+  void endpointsChanged(const std::string& key);
 };
 
 }  // namespace kpn::state

@@ -55,25 +55,25 @@ std::map<std::string, std::string> findRejected(
   return bad;
 }
 
-Clock::duration RetryBook::reject(const std::string& owner, Clock::time_point now) {
+RetryBook::Duration RetryBook::reject(const std::string& owner, SteadyTime now) {
   Entry& e = entries_[owner];
   ++e.failures;
-  Clock::duration d = std::chrono::milliseconds(500);
+  Duration d = std::chrono::milliseconds(500);
   for (int i = 1; i < e.failures && d < max_; ++i) d *= 2;
   d = std::min(d, max_);
   e.retryAt = now + d;
   return d;
 }
 
-std::set<std::string> RetryBook::excluded(Clock::time_point now, const std::set<std::string>* retryNow) const {
+std::set<std::string> RetryBook::excluded(SteadyTime now, const std::set<std::string>* retryNow) const {
   std::set<std::string> out;
   for (const auto& [owner, e] : entries_)
     if (now < e.retryAt && !(retryNow && retryNow->count(owner))) out.insert(owner);
   return out;
 }
 
-std::optional<Clock::time_point> RetryBook::nextRetry() const {
-  std::optional<Clock::time_point> t;
+std::optional<SteadyTime> RetryBook::nextRetry() const {
+  std::optional<SteadyTime> t;
   for (const auto& [owner, e] : entries_)
     if (!t || e.retryAt < *t) t = e.retryAt;
   return t;

@@ -11,10 +11,9 @@
 #include <string>
 
 #include "nft/model.h"
+#include "pkg/sync/clock.h"
 
 namespace kpn::sync {
-
-using Clock = std::chrono::steady_clock;
 
 // `rs` without the Parts of `owners` and without the tables of families outside `families`
 // (nullptr: all families).
@@ -33,13 +32,14 @@ std::map<std::string, std::string> findRejected(
 // due (or its service changes), then tried again; 500 ms doubling up to `maxBackoff`.
 class RetryBook {
  public:
-  explicit RetryBook(Clock::duration maxBackoff = std::chrono::seconds(30)) : max_(maxBackoff) {}
+  using Duration = std::chrono::steady_clock::duration;
+  explicit RetryBook(Duration maxBackoff = std::chrono::seconds(30)) : max_(maxBackoff) {}
   // Records a refusal; returns the delay until the next try.
-  Clock::duration reject(const std::string& owner, Clock::time_point now);
+  Duration reject(const std::string& owner, SteadyTime now);
   void accepted(const std::string& owner) { entries_.erase(owner); }
   // Owners to leave out at `now`: refused, not due, not in `retryNow`.
-  std::set<std::string> excluded(Clock::time_point now, const std::set<std::string>* retryNow) const;
-  std::optional<Clock::time_point> nextRetry() const;
+  std::set<std::string> excluded(SteadyTime now, const std::set<std::string>* retryNow) const;
+  std::optional<SteadyTime> nextRetry() const;
   bool empty() const { return entries_.empty(); }
   size_t size() const { return entries_.size(); }
   bool has(const std::string& owner) const { return entries_.count(owner) != 0; }
@@ -48,9 +48,9 @@ class RetryBook {
  private:
   struct Entry {
     int failures = 0;
-    Clock::time_point retryAt;
+    SteadyTime retryAt;
   };
-  Clock::duration max_;
+  Duration max_;
   std::map<std::string, Entry> entries_;
 };
 

@@ -17,7 +17,7 @@ const char kServiceOwnerPrefix[] = "svc ";  // the renderer's owner of a service
 bool isServiceOwner(const std::string& owner) { return owner.rfind(kServiceOwnerPrefix, 0) == 0; }
 std::string serviceOfOwner(const std::string& owner) { return owner.substr(sizeof kServiceOwnerPrefix - 1); }
 
-long long millis(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+long long millis(std::chrono::steady_clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 }  // namespace
 
 Syncer::Syncer(render::Renderer& renderer, nft::Runner& runner) : renderer_(renderer), runner_(runner) {}
@@ -55,13 +55,24 @@ bool Syncer::listKernel(std::vector<nft::ListedTable>& out) {
 }
 
 nft::Plan Syncer::plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
-                       const std::set<std::string>* onlyOwners) const {
-  if (mode_ == Mode::Incremental) return nft::planIncremental(committed_, desired, onlyOwners);
+                       const std::set<std::string>* onlyOwners, SyncStats::Plan* how) const {
+  if (mode_ == Mode::Incremental) {
+    if (how) *how = SyncStats::Plan::Incremental;
+    return nft::planIncremental(committed_, desired, onlyOwners);
+  }
   if (mode_ == Mode::Startup) {
     nft::Plan p = nft::planReconcile(kernel, desired);
+    if (how) *how = SyncStats::Plan::Reconcile;
     if (!p.needsFull) return p;
   }
+  if (how) *how = SyncStats::Plan::Full;
   return nft::planFull(kernel, desired);
+}
+
+std::optional<std::chrono::nanoseconds> Syncer::retryIn() const {
+  auto at = rejected_.nextRetry();
+  if (!at) return std::nullopt;
+  return std::max<std::chrono::nanoseconds>(*at - std::chrono::steady_clock::now(), std::chrono::nanoseconds(0));
 }
 
 std::set<std::string> Syncer::rejectedServices() const {
@@ -104,7 +115,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
 
   // Owners of the renderer's touched Parts; refused owners whose retry is due (or whose service
   // changed) join them, the others stay out.
-  const auto now = Clock::now();
+  const auto now = std::chrono::steady_clock::now();
   std::set<std::string> touchedOwners;
   const std::set<std::string>* touched = renderer_.touchedOwners();
   if (touched) touchedOwners = *touched;
@@ -118,7 +129,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   const nft::Ruleset* desired = filtering ? &filtered : &rendered;
 
   auto tDiff = std::chrono::steady_clock::now();
-  nft::Plan p = plan(*desired, kernel, onlyOwners);
+  nft::Plan p = plan(*desired, kernel, onlyOwners, &stats.plan);
   if (mode_ == Mode::Incremental && p.needsFull) {
     LOG(WARNING) << "a declaration or hook changed; resyncing fully";
     mode_ = Mode::Full;
@@ -166,7 +177,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     r = runner_.commit(p.txn);
     if (r.ok) {
       for (const auto& [owner, err] : bad) {
-        Clock::duration retry = rejected_.reject(owner, Clock::now());
+        auto retry = rejected_.reject(owner, std::chrono::steady_clock::now());
         ++failures_.serviceRejections;
         LOG(ERROR) << "Service " << serviceOfOwner(owner) << ": nft refuses its rules (" << err
                    << "); left out, everything else programmed; retrying in " << millis(retry) << " ms";
@@ -174,6 +185,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     }
   }
   stats.commitMs = msSince(tCommit);
+  stats.bytes = r.bytes;
   if (!r.ok) {
     LOG(ERROR) << "sync failed: nft rejected a transaction of " << stats.ops << " operations (" << r.error
                << "); the previous ruleset stays in place and the next sync is full";
@@ -200,6 +212,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   lastChanges_ = std::move(changed);
   mode_ = Mode::Incremental;
   stats.ok = true;
+  if (afterCommit_ && afterCommit_()) afterCommit_ = nullptr;
   // A big transaction leaves libnftables' and our buffers' pages behind; hand them back.
   if (stats.ops > 10000) malloc_trim(0);
   stats.afterMs = msSince(tAfter);

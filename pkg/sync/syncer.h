@@ -4,6 +4,7 @@
 // the families this kernel runs nftables for are programmed.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,7 +20,11 @@ namespace kpn::sync {
 struct SyncStats {
   bool ok = false;
   bool full = false;
+  // How the plan was made: from the change journal, or by comparing with the listed kernel
+  // tables (at start-up, keeping what matches; after a failure or a declaration change, rebuilt).
+  enum class Plan { None, Incremental, Reconcile, Full } plan = Plan::None;
   size_t ops = 0;
+  size_t bytes = 0;  // the transaction as sent (0 from runners that do not say)
   double renderMs = 0, diffMs = 0, commitMs = 0;
   double afterMs = 0;  // bookkeeping once the rules are committed
   size_t rejectedServices = 0;  // left out of this sync because the kernel refuses their rules
@@ -45,9 +50,13 @@ class Syncer {
   // nullptr after any other sync (start-up, full, or a failure): every service may differ from
   // what a consumer saw before.
   const std::set<std::string>* lastChanges() const { return lastWasIncremental_ ? &lastChanges_ : nullptr; }
+  // Work that must wait until our rules are committed and serving (removing another proxy's
+  // leftovers): run after each successful commit until it returns true.
+  void afterCommit(std::function<bool()> work) { afterCommit_ = std::move(work); }
 
-  // When a refused service is due to be tried again: the loop should sync then.
-  std::optional<Clock::time_point> nextRetry() const { return rejected_.nextRetry(); }
+  // How long until a refused service is due to be tried again: the loop should sync then. The
+  // syncer keeps its retry times on std::chrono::steady_clock; the loop adds this to its own now.
+  std::optional<std::chrono::nanoseconds> retryIn() const;
   // Service keys ("ns/name") currently left out because the kernel refuses their rules.
   std::set<std::string> rejectedServices() const;
   const SyncFailureCounts& failureCounts() const { return failures_; }
@@ -59,7 +68,7 @@ class Syncer {
   bool listKernel(std::vector<nft::ListedTable>& out);
   void probeFamilies();
   nft::Plan plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
-                 const std::set<std::string>* onlyOwners) const;
+                 const std::set<std::string>* onlyOwners, SyncStats::Plan* how = nullptr) const;
   render::Renderer& renderer_;
   nft::Runner& runner_;
   nft::Committed committed_;
@@ -70,6 +79,7 @@ class Syncer {
   std::set<nft::Family> families_;  // supported
   RetryBook rejected_;
   SyncFailureCounts failures_;
+  std::function<bool()> afterCommit_;
 };
 
 }  // namespace kpn::sync

@@ -1,0 +1,335 @@
+"""The daemon's own endpoints as operators and load balancers use them: Prometheus /metrics with
+upstream's names (checked by promtool and scraped by a real Prometheus server), /proxyMode,
+/healthz and /livez with upstream's bodies and 503 rules, and a metrics port that is already
+taken. Everything runs in the lab's node namespace, on its loopback or its own addresses."""
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+
+from apiserver_lab import ApiServer
+from netlab import LabError, NODE_NAME, NODE_V4, NODE_V6, PY, endpoint_slice, node_object, service, sh
+
+pytestmark = pytest.mark.usefixtures("daemon_bin")
+
+HTTP = [("http", 80, "TCP", 8080)]
+HTTP_SLICE = [("http", 8080, "TCP")]
+METRICS = "127.0.0.1:10249"
+
+# Every upstream metric the issue names (kube-proxy nftables mode, client-go, process).
+UPSTREAM_METRICS = {
+    "kubeproxy_sync_proxy_rules_duration_seconds": "histogram",
+    "kubeproxy_sync_full_proxy_rules_duration_seconds": "histogram",
+    "kubeproxy_sync_partial_proxy_rules_duration_seconds": "histogram",
+    "kubeproxy_sync_proxy_rules_last_timestamp_seconds": "gauge",
+    "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds": "gauge",
+    "kubeproxy_network_programming_duration_seconds": "histogram",
+    "kubeproxy_sync_proxy_rules_endpoint_changes_pending": "gauge",
+    "kubeproxy_sync_proxy_rules_endpoint_changes_total": "counter",
+    "kubeproxy_sync_proxy_rules_service_changes_pending": "gauge",
+    "kubeproxy_sync_proxy_rules_service_changes_total": "counter",
+    "kubeproxy_sync_proxy_rules_nftables_sync_failures_total": "counter",
+    "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total": "counter",
+    "kubeproxy_proxy_healthz_total": "counter",
+    "kubeproxy_proxy_livez_total": "counter",
+    "kubeproxy_sync_proxy_rules_no_local_endpoints_total": "gauge",
+    "rest_client_requests_total": "counter",
+    "rest_client_request_duration_seconds": "histogram",
+    "process_cpu_seconds_total": "counter",
+    "process_resident_memory_bytes": "gauge",
+    "process_open_fds": "gauge",
+    "process_start_time_seconds": "gauge",
+}
+OURS = ["kubeproxy_nftables_transaction_operations", "kubeproxy_nftables_transaction_bytes",
+        "kubeproxy_nftables_commit_duration_seconds", "kubeproxy_nftables_table_reconcile_total",
+        "kubeproxy_nftables_build_info"]
+# promtool's lint objects to upstream's own name for a gauge; nothing else may be reported.
+UPSTREAM_LINT = {"kubeproxy_sync_proxy_rules_no_local_endpoints_total non-counter metrics should not have "
+                 "\"_total\" suffix"}
+
+GET = r"""
+import http.client, json, sys
+host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+try:
+    c = http.client.HTTPConnection(host, port, timeout=5)
+    c.request("GET", path)
+    r = c.getresponse()
+    print(json.dumps({"status": r.status, "body": r.read().decode(), "headers": dict(r.getheaders())}))
+except OSError as e:
+    print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
+"""
+
+
+def get(lab, host, port, path):
+    """An HTTP GET from inside the node namespace."""
+    return json.loads(sh([PY, "-c", GET, host, str(port), path], ns=lab.node).stdout)
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise LabError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def scrape(lab):
+    r = get(lab, "127.0.0.1", 10249, "/metrics")
+    assert r.get("status") == 200, r
+    return r["body"]
+
+
+def sample(text, name, **labels):
+    """The value of one series in the text format, or None."""
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None
+
+
+def promtool_problems(text):
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    problems = {l.strip() for l in (p.stdout + p.stderr).splitlines() if l.strip()}
+    # 0: clean; 3: lint findings only (1 would be a text that does not parse).
+    assert p.returncode in (0, 3), f"promtool exit {p.returncode}: {problems}"
+    return problems
+
+
+def web(name, ip, eps, trigger=None):
+    s = endpoint_slice(name, eps, HTTP_SLICE)
+    if trigger:
+        s["metadata"]["annotations"] = {"endpoints.kubernetes.io/last-change-trigger-time": trigger}
+    return [service(name, HTTP, [ip]), s]
+
+
+class Prometheus:
+    """A real Prometheus server in the node namespace, on loopback, scraping the daemon every
+    second; its own temp config and data directory; killed by PID at the end."""
+
+    def __init__(self, lab, target=METRICS):
+        self.lab = lab
+        self.dir = os.path.join(lab.tmp, "prometheus")
+        os.makedirs(os.path.join(self.dir, "data"))
+        with socket.socket() as s:  # a free port number; the node namespace has its own ports
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        cfg = os.path.join(self.dir, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: kube-proxy\n    static_configs:\n"
+                    f"      - targets: ['{target}']\n")
+        self.log = os.path.join(self.dir, "stderr")
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", lab.node, "prometheus", f"--config.file={cfg}",
+                 f"--storage.tsdb.path={self.dir}/data", f"--web.listen-address=127.0.0.1:{self.port}"],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
+        lab.procs.append(self.proc)
+
+    def query(self, expr):
+        r = get(self.lab, "127.0.0.1", self.port, "/api/v1/query?query=" + urllib.parse.quote(expr))
+        if r.get("status") != 200:
+            return None
+        data = json.loads(r["body"])
+        return data["data"]["result"] if data.get("status") == "success" else None
+
+    def tail(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()[-3000:]
+
+
+def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scrapes_them(lab):
+    api = ApiServer(lab)
+    a, = lab.add_backends(1, tcp=[8080], udp=[])
+    api.create([node_object()])
+    kc = api.kubeconfig_token(os.path.join(lab.tmp, "daemon.kubeconfig"))
+    d = lab.start_daemon([f"--kubeconfig={kc}"], manifests=False)
+    # A change stamped by the EndpointSlice controller: network programming latency is measured
+    # from its trigger time (a second ago) to the commit that carries it.
+    trigger = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+    with d.change():
+        api.create(web("web", "10.96.0.10", [a.v4], trigger=trigger))
+    assert get(lab, "127.0.0.1", 10256, "/healthz").get("status") == 200
+
+    text = scrape(lab)
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    for name, kind in UPSTREAM_METRICS.items():
+        assert types.get(name) == kind, f"{name}: {types.get(name)} (want {kind})"
+    for name in OURS:
+        assert name in types, name
+    assert promtool_problems(text) <= UPSTREAM_LINT
+
+    # The values say what happened: syncs on both families, the change counted, the client's
+    # requests to the API server by code, the trigger time observed (1 s old, so above 0.25 s).
+    for fam in ("IPv4", "IPv6"):
+        assert sample(text, "kubeproxy_sync_proxy_rules_duration_seconds_count", ip_family=fam) >= 2
+        assert sample(text, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", ip_family=fam) > time.time() - 60
+        assert sample(text, "kubeproxy_network_programming_duration_seconds_count", ip_family=fam) >= 1
+        assert sample(text, "kubeproxy_network_programming_duration_seconds_bucket", ip_family=fam, le="0.25") == 0
+    assert sample(text, "kubeproxy_sync_proxy_rules_endpoint_changes_total") >= 1
+    assert sample(text, "kubeproxy_sync_proxy_rules_service_changes_total") >= 1
+    assert sample(text, "rest_client_requests_total", code="200", method="GET") >= 3  # lists of each kind
+    assert sample(text, "kubeproxy_proxy_healthz_total", code="200") >= 1
+    assert sample(text, "kubeproxy_nftables_build_info") == 1
+    assert sample(text, "process_open_fds") > 3
+    assert sample(text, "process_resident_memory_bytes") > 1 << 20
+    assert sample(text, "kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ip_family="IPv4") == 0
+
+    mode = get(lab, "127.0.0.1", 10249, "/proxyMode")
+    assert (mode.get("status"), mode.get("body")) == (200, "nftables"), mode
+    for path in ("/healthz", "/livez"):
+        assert get(lab, "127.0.0.1", 10249, path).get("status") == 200, path
+
+    prom = Prometheus(lab)
+    try:
+        wait_for(lambda: prom.query("kubeproxy_sync_proxy_rules_duration_seconds_count > 0"), 60,
+                 "Prometheus to scrape kubeproxy_sync_proxy_rules_duration_seconds_count > 0")
+        up = prom.query('up{job="kube-proxy"}')
+        assert up and up[0]["value"][1] == "1", up
+    except LabError:
+        raise LabError("prometheus:\n" + prom.tail())
+    assert not d.failed_syncs()
+
+
+def test_healthz_and_livez_bodies_on_both_families_and_an_ipv6_metrics_address(lab):
+    lab.manifests.write("node.yaml", node_object())
+    lab.start_daemon(["--healthz-bind-address=[::]:10256", "--metrics-bind-address=[::1]:10249"])
+    for host in ("127.0.0.1", "::1", NODE_V4, NODE_V6):
+        r = get(lab, host, 10256, "/healthz")
+        assert r.get("status") == 200, (host, r)
+        assert r["headers"].get("Content-Type") == "application/json"
+        assert r["headers"].get("X-Content-Type-Options") == "nosniff"
+        body = json.loads(r["body"])
+        assert set(body) == {"lastUpdated", "currentTime", "nodeEligible", "healthy", "status"}, body
+        assert body["nodeEligible"] is True and body["healthy"] is True
+        assert set(body["status"]) == {"IPv4", "IPv6"}
+        assert all(s["healthy"] for s in body["status"].values())
+        live = json.loads(get(lab, host, 10256, "/livez")["body"])
+        assert "nodeEligible" not in live and live["healthy"] is True
+    assert get(lab, "127.0.0.1", 10256, "/metrics").get("status") == 404
+    # An IPv6 literal listens there only.
+    r = get(lab, "::1", 10249, "/metrics")
+    assert r.get("status") == 200 and "# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram" in r["body"]
+    assert "ConnectionRefusedError" in get(lab, "127.0.0.1", 10249, "/metrics").get("error", ""), "IPv4 must refuse"
+
+
+class OwnedTable:
+    """A real kernel rejection of every commit: our ip table is replaced by one created with the
+    `owner` flag by another process (`nft -i`, kept running). The kernel refuses any change to
+    an owned table from anyone but its owner (EPERM), so the daemon's syncs fail until the owner
+    exits, when the kernel deletes the table and the daemon's next retry recreates ours."""
+
+    def __init__(self, lab):
+        self.proc = subprocess.Popen(["ip", "netns", "exec", lab.node, "nft", "-i"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                                     start_new_session=True)
+        lab.procs.append(self.proc)
+        self.proc.stdin.write("delete table ip kube-proxy\nadd table ip kube-proxy { flags owner; }\n")
+        self.proc.stdin.flush()
+        wait_for(lambda: "flags owner" in lab.nft("list", "table", "ip", "kube-proxy"), 10, "the owned table")
+
+    def release(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+def test_healthz_turns_503_while_the_kernel_rejects_every_commit_and_200_once_it_takes_them(lab):
+    a, b = lab.add_backends(2, tcp=[8080], udp=[])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("web.yaml", web("web", "10.96.0.10", [a.v4]))
+    # 2 x sync-period (4 s) is how long a change may wait for its sync before /healthz says 503.
+    d = lab.start_daemon(sync_flags=("--min-sync-period=0s", "--sync-period=2s"))
+    assert get(lab, "127.0.0.1", 10256, "/healthz")["status"] == 200
+
+    owner = OwnedTable(lab)
+    queued = time.monotonic()
+    m.write("web.yaml", web("web", "10.96.0.10", [b.v4]))
+    wait_for(lambda: d.failed_syncs(), 20, "a rejected sync")
+    r = wait_for(lambda: (lambda x: x if x.get("status") == 503 else None)(get(lab, "127.0.0.1", 10256, "/healthz")),
+                 20, "/healthz 503")
+    assert time.monotonic() - queued >= 4.0 - 0.2, "503 before the change had waited 2 x sync-period"
+    body = json.loads(r["body"])
+    assert body["healthy"] is False and body["nodeEligible"] is True
+    assert body["status"]["IPv4"]["healthy"] is False
+    assert body["lastUpdated"] == body["status"]["IPv4"]["lastUpdated"] != body["currentTime"]
+    assert get(lab, "127.0.0.1", 10256, "/livez")["status"] == 503  # upstream: livez follows the proxy too
+    text = scrape(lab)
+    assert sample(text, "kubeproxy_sync_proxy_rules_nftables_sync_failures_total", ip_family="IPv4") >= 1
+    assert sample(text, "kubeproxy_proxy_healthz_total", code="503") >= 1
+    assert "Operation not permitted" in d.stderr()
+
+    owner.release()
+    wait_for(lambda: get(lab, "127.0.0.1", 10256, "/healthz").get("status") == 200, 20, "/healthz 200 again")
+    assert "flags owner" not in lab.table("ip")
+    assert "10.244.0." in lab.table("ip")  # our table is back, with the endpoint
+    assert get(lab, "127.0.0.1", 10256, "/livez")["status"] == 200
+
+
+def test_livez_stays_200_while_only_the_node_is_being_deleted(lab):
+    m = lab.manifests
+    node = node_object()
+    m.write("node.yaml", node)
+    d = lab.start_daemon()
+    assert get(lab, "127.0.0.1", 10256, "/healthz")["status"] == 200
+
+    for change in ({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}},
+                   {"spec": {"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000",
+                                         "effect": "NoSchedule"}]}}):
+        dying = json.loads(json.dumps(node))
+        for k, v in change.items():
+            dying[k].update(v)
+        with d.change():
+            m.write("node.yaml", dying)
+        r = wait_for(lambda: (lambda x: x if x.get("status") == 503 else None)(get(lab, "127.0.0.1", 10256, "/healthz")),
+                     10, f"/healthz 503 for {change}")
+        body = json.loads(r["body"])
+        assert body["nodeEligible"] is False and body["healthy"] is True, body
+        live = get(lab, "127.0.0.1", 10256, "/livez")
+        assert live["status"] == 200, live
+        with d.change():
+            m.write("node.yaml", node)
+        wait_for(lambda: get(lab, "127.0.0.1", 10256, "/healthz").get("status") == 200, 10, "/healthz 200 again")
+
+
+HOLD = r"""
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("ready", flush=True); time.sleep(600)
+"""
+
+
+def test_a_taken_metrics_port_gives_one_clear_line_and_hard_fail_exits_1(lab):
+    holder = subprocess.Popen(["ip", "netns", "exec", lab.node, PY, "-c", HOLD, "10249"], stdout=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    lab.procs.append(holder)
+    assert holder.stdout.readline().strip() == "ready"
+    lab.manifests.write("node.yaml", node_object())
+    d = lab.start_daemon()
+    lines = [l for l in d.stderr().splitlines() if "10249" in l]
+    assert len(lines) == 1, lines
+    assert re.search(r"metrics server: bind 127\.0\.0\.1:10249: Address already in use; retrying every 5 s$",
+                     lines[0]), lines[0]
+    assert get(lab, "127.0.0.1", 10256, "/healthz")["status"] == 200  # the rest of the daemon serves on
+
+    # Its own healthz port would be taken by the first daemon: leave it out to see the metrics line.
+    hard = lab.daemon(["--bind-address-hard-fail", "--healthz-bind-address="], label="hardfail").start()
+    rc = hard.proc.wait(timeout=20)
+    assert rc == 1
+    err = hard.stderr()
+    assert "metrics server: bind 127.0.0.1:10249: Address already in use (bindAddressHardFail: exiting)" in err
+    assert "sync done" not in err

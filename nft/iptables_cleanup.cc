@@ -1,0 +1,79 @@
+#include "nft/iptables_cleanup.h"
+
+#include <glog/logging.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "nft/iptables_leftovers.h"
+
+namespace kpn::nft {
+
+namespace {
+
+std::optional<std::string> readFile(const char* path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+IptablesCleanupResult removeIptablesLeftovers(NftRunner& runner) {
+  IptablesCleanupResult res;
+  if (auto legacy = legacyIptablesReport(readFile)) LOG(WARNING) << *legacy;
+  IptablesCleanupPlan plan;
+  // Chain names first, then the rules of only the chains that are not upstream's (a few): the
+  // rules of 100k upstream chains would take minutes to list, all of it in their xt matches.
+  auto add = [&](const std::string& cmd, const std::string& what) {
+    std::string listing, error;
+    RunResult r = runner.runJson(cmd, &listing);
+    if (!r.ok && r.error.find("No such file or directory") != std::string::npos) return true;  // gone meanwhile
+    if (r.ok && addIptablesListing(listing, &plan, &error)) return true;
+    res.ok = false;
+    res.error = "cannot list " + what + ": " + (r.ok ? error : r.error);
+    LOG(ERROR) << "iptables leftovers: " << res.error;
+    return false;
+  };
+  for (const char* family : {"ip", "ip6"})
+    if (!add(listChainsCommand(family), std::string("the chains of ") + family)) return res;
+  const auto others = plan.otherChains;
+  for (const auto& c : others)
+    if (!add(listChainCommand(c), "chain " + c.family + " " + c.table + " " + c.name)) return res;
+  if (plan.upstreamChains.empty() && plan.ruleDeletes.empty()) {
+    VLOG(1) << "iptables leftovers: none of upstream kube-proxy's iptables chains found";
+    return res;
+  }
+  RunResult r = runner.runJson(cleanupTransactionJson(plan), nullptr);
+  if (!r.ok) {
+    res.ok = false;
+    res.error = r.error;
+    LOG(ERROR) << "iptables leftovers: removing " << plan.upstreamChains.size() << " chains and " << plan.jumpRules
+               << " jump rules failed: " << r.error;
+    return res;
+  }
+  res.chains = plan.upstreamChains.size();
+  res.jumpRules = plan.jumpRules;
+  std::string names;  // a few, for the log: a big cluster leaves thousands of KUBE-SEP-* chains
+  for (size_t i = 0; i < plan.upstreamChains.size() && i < 12; ++i) {
+    const auto& c = plan.upstreamChains[i];
+    names += (i ? ", " : "") + c.family + " " + c.table + " " + c.name;
+  }
+  if (plan.upstreamChains.size() > 12) names += ", ...";
+  LOG(INFO) << "removed upstream kube-proxy's iptables leftovers: " << res.jumpRules << " jump rules, "
+            << res.chains << " chains (" << names << ")";
+  return res;
+}
+
+std::function<bool()> iptablesLeftoverCleaner(NftRunner& runner, int attempts) {
+  return [&runner, attempts, tried = 0]() mutable {
+    if (removeIptablesLeftovers(runner).ok) return true;
+    if (++tried < attempts) return false;
+    LOG(ERROR) << "iptables leftovers: giving up after " << tried << " attempts; see docs/migration.md";
+    return true;
+  };
+}
+
+}  // namespace kpn::nft

@@ -1,0 +1,403 @@
+#include "pkg/config/decode.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "pkg/net/ip.h"
+#include "pkg/sync/duration.h"
+
+namespace kpn::config {
+
+namespace {
+
+// An error that names the field's path; caught once, at the top.
+struct FieldError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// YAML scalars typed as the Kubernetes reader (YAML -> JSON, YAML 1.1 words) types them: a quoted
+// scalar is a string; a plain one is null, a bool, a number or else a string.
+enum class Kind { Null, Bool, Number, String, List, Map };
+
+bool plainBool(const std::string& s, bool* v) {
+  static const std::set<std::string> yes = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"};
+  static const std::set<std::string> no = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"};
+  if (yes.count(s)) return *v = true, true;
+  if (no.count(s)) return *v = false, true;
+  return false;
+}
+
+bool plainNumber(const std::string& s, double* v) {
+  if (s.empty() || s == "." || s == "+" || s == "-") return false;
+  const char* b = s.c_str();
+  char* end = nullptr;
+  errno = 0;
+  double d = std::strtod(b, &end);
+  if (end != b + s.size() || errno == ERANGE || !std::isfinite(d)) return false;
+  // strtod also takes hex, "inf" and "nan": YAML/JSON numbers are decimal.
+  for (char c : s)
+    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'))
+      return false;
+  *v = d;
+  return true;
+}
+
+Kind kindOf(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return Kind::Null;
+    case YAML::NodeType::Sequence:
+      return Kind::List;
+    case YAML::NodeType::Map:
+      return Kind::Map;
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  if (n.Tag() != "?") return Kind::String;  // quoted, block or explicitly tagged: text
+  const std::string& s = n.Scalar();
+  bool b;
+  double d;
+  if (YAML::IsNullString(s)) return Kind::Null;
+  if (plainBool(s, &b)) return Kind::Bool;
+  if (plainNumber(s, &d)) return Kind::Number;
+  return Kind::String;
+}
+
+std::string describe(const YAML::Node& n) {
+  switch (kindOf(n)) {
+    case Kind::Null: return "null";
+    case Kind::Bool: return "bool " + n.Scalar();
+    case Kind::Number: return "number " + n.Scalar();
+    case Kind::String: return "string \"" + n.Scalar() + "\"";
+    case Kind::List: return "a list";
+    case Kind::Map: return "a map";
+  }
+  return "?";
+}
+
+[[noreturn]] void wrongType(const std::string& path, const char* want, const YAML::Node& n) {
+  throw FieldError(path + ": want " + want + ", got " + describe(n));
+}
+
+std::string asString(const YAML::Node& n, const std::string& path) {
+  if (kindOf(n) != Kind::String) wrongType(path, "a string", n);
+  return n.Scalar();
+}
+
+bool asBool(const YAML::Node& n, const std::string& path) {
+  bool v = false;
+  if (kindOf(n) != Kind::Bool) wrongType(path, "a bool (true or false)", n);
+  plainBool(n.Scalar(), &v);
+  return v;
+}
+
+int32_t asInt32(const YAML::Node& n, const std::string& path) {
+  double d = 0;
+  if (kindOf(n) != Kind::Number || !plainNumber(n.Scalar(), &d)) wrongType(path, "an integer", n);
+  if (d != std::floor(d) || n.Scalar().find_first_of(".eE") != std::string::npos)
+    throw FieldError(path + ": " + n.Scalar() + " is not an integer");
+  if (d < std::numeric_limits<int32_t>::min() || d > std::numeric_limits<int32_t>::max())
+    throw FieldError(path + ": " + n.Scalar() + " does not fit a 32-bit integer");
+  return static_cast<int32_t>(d);
+}
+
+float asFloat(const YAML::Node& n, const std::string& path) {
+  double d = 0;
+  if (kindOf(n) != Kind::Number || !plainNumber(n.Scalar(), &d)) wrongType(path, "a number", n);
+  return static_cast<float>(d);
+}
+
+// metav1.Duration: a string in Go's syntax. A negative one decodes (validation rejects it with
+// the field's rule), as upstream.
+Duration asDuration(const YAML::Node& n, const std::string& path) {
+  if (kindOf(n) != Kind::String) wrongType(path, "a duration string (\"30s\", \"1m30s\")", n);
+  std::string text = n.Scalar();
+  bool negative = !text.empty() && text[0] == '-';
+  auto d = sync::parseGoDuration(negative ? text.substr(1) : text);
+  if (!d) throw FieldError(path + ": \"" + text + "\" is not a duration (Go syntax: 500ms, 30s, 1h0m0s)");
+  return negative ? -*d : *d;
+}
+
+// The fields of one mapping: each getter consumes its key; done() rejects whatever is left.
+class Fields {
+ public:
+  Fields(const YAML::Node& node, std::string path) : node_(node), prefix_(path.empty() ? "" : path + ".") {
+    if (kindOf(node) != Kind::Map) {
+      if (path.empty()) throw FieldError("the document is " + describe(node) + ", not a KubeProxyConfiguration map");
+      wrongType(path, "a map", node);
+    }
+    for (const auto& kv : node) {
+      if (kindOf(kv.first) == Kind::List || kindOf(kv.first) == Kind::Map)
+        throw FieldError(prefix_ + "<key>: a mapping key is not a scalar");
+      if (!keys_.insert(kv.first.Scalar()).second)
+        throw FieldError("duplicate field \"" + prefix_ + kv.first.Scalar() + "\"");
+    }
+  }
+
+  // The value under `key`, or nullopt when absent or null (null leaves the default, as in Go).
+  std::optional<YAML::Node> take(const char* key) {
+    used_.insert(key);
+    if (!keys_.count(key)) return std::nullopt;
+    YAML::Node v = node_[key];
+    if (kindOf(v) == Kind::Null) return std::nullopt;
+    return v;
+  }
+  std::string path(const char* key) const { return prefix_ + key; }
+
+  bool str(const char* key, std::string& out) { return get(key, out, asString); }
+  bool boolean(const char* key, bool& out) { return get(key, out, asBool); }
+  bool int32(const char* key, int32_t& out) { return get(key, out, asInt32); }
+  bool float32(const char* key, float& out) { return get(key, out, asFloat); }
+  bool duration(const char* key, Duration& out) { return get(key, out, asDuration); }
+
+  bool strings(const char* key, std::vector<std::string>& out) {
+    auto v = take(key);
+    if (!v) return false;
+    if (kindOf(*v) != Kind::List) wrongType(path(key), "a list of strings", *v);
+    out.clear();
+    for (size_t i = 0; i < v->size(); ++i) out.push_back(asString((*v)[i], path(key) + "[" + std::to_string(i) + "]"));
+    return true;
+  }
+
+  bool boolMap(const char* key, std::map<std::string, bool>& out) {
+    auto v = take(key);
+    if (!v) return false;
+    Fields m(*v, path(key));
+    out.clear();
+    for (const std::string& k : m.keys_) {
+      auto item = m.take(k.c_str());
+      if (!item) throw FieldError(m.path(k.c_str()) + ": want a bool (true or false), got null");
+      out[k] = asBool(*item, m.path(k.c_str()));
+    }
+    return true;
+  }
+
+  void done() const {
+    for (const std::string& k : keys_)
+      if (!used_.count(k)) throw FieldError("unknown field \"" + prefix_ + k + "\"");
+  }
+
+ private:
+  template <typename T, typename F>
+  bool get(const char* key, T& out, F convert) {
+    auto v = take(key);
+    if (!v) return false;
+    out = convert(*v, path(key));
+    return true;
+  }
+
+  YAML::Node node_;
+  std::string prefix_;
+  std::set<std::string> keys_, used_;
+};
+
+// Runs `body` on the section under `key` when it is present (a null section is an empty one).
+template <typename F>
+void section(Fields& parent, const char* key, F body) {
+  if (auto v = parent.take(key)) {
+    Fields f(*v, parent.path(key));
+    body(f);
+    f.done();
+  }
+}
+
+void decodeLogFormat(Fields& f, LogFormatOptions& o) {
+  f.boolean("splitStream", o.splitStream);
+  if (auto v = f.take("infoBufferSize")) {
+    Kind k = kindOf(*v);
+    if (k != Kind::String && k != Kind::Number) wrongType(f.path("infoBufferSize"), "a quantity (\"64Ki\", 0)", *v);
+    o.infoBufferSize = v->Scalar();
+  }
+}
+
+void decodeLogging(Fields& f, Logging& l) {
+  f.str("format", l.format);
+  if (auto v = f.take("flushFrequency")) {
+    // component-base takes a duration string or a number of nanoseconds.
+    if (kindOf(*v) == Kind::Number)
+      l.flushFrequency = Duration(static_cast<int64_t>(asInt32(*v, f.path("flushFrequency"))));
+    else
+      l.flushFrequency = asDuration(*v, f.path("flushFrequency"));
+  }
+  if (auto v = f.take("verbosity")) l.verbosity = asInt32(*v, f.path("verbosity"));
+  if (auto v = f.take("vmodule")) {
+    if (kindOf(*v) != Kind::List) wrongType(f.path("vmodule"), "a list of {filePattern, verbosity}", *v);
+    l.vmodule.clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      Fields item((*v)[i], f.path("vmodule") + "[" + std::to_string(i) + "]");
+      VModule m;
+      item.str("filePattern", m.filePattern);
+      item.int32("verbosity", m.verbosity);
+      item.done();
+      l.vmodule.push_back(m);
+    }
+  }
+  section(f, "options", [&](Fields& o) {
+    section(o, "text", [&](Fields& t) { decodeLogFormat(t, l.text); });
+    section(o, "json", [&](Fields& j) { decodeLogFormat(j, l.json); });
+  });
+  // "sanitization" was removed upstream in 1.27; anything else is unknown.
+}
+
+// Which of the run-time fields the file set, per section: absent nftables fields fall back.
+struct Present {
+  bool syncPeriod = false, minSyncPeriod = false, masqueradeAll = false, masqueradeBit = false;
+};
+
+void decodeDocument(const YAML::Node& doc, ProxyConfig& c) {
+  // Their defaults depend on bindAddress's family: decided after decoding.
+  c.healthzBindAddress.clear();
+  c.metricsBindAddress.clear();
+  Fields f(doc, "");
+  std::string apiVersion, kind;
+  if (!f.str("apiVersion", apiVersion)) throw FieldError("apiVersion: missing (want \"" + std::string(kApiVersion) + "\")");
+  if (apiVersion != kApiVersion)
+    throw FieldError("apiVersion: \"" + apiVersion + "\" is not \"" + kApiVersion + "\"");
+  if (!f.str("kind", kind)) throw FieldError("kind: missing (want \"" + std::string(kKind) + "\")");
+  if (kind != kKind) throw FieldError("kind: \"" + kind + "\" is not \"" + kKind + "\"");
+
+  f.boolMap("featureGates", c.featureGates);
+  section(f, "clientConnection", [&](Fields& s) {
+    s.str("kubeconfig", c.clientConnection.kubeconfig);
+    s.str("acceptContentTypes", c.clientConnection.acceptContentTypes);
+    s.str("contentType", c.clientConnection.contentType);
+    s.float32("qps", c.clientConnection.qps);
+    s.int32("burst", c.clientConnection.burst);
+  });
+  section(f, "logging", [&](Fields& s) { decodeLogging(s, c.logging); });
+  f.str("hostnameOverride", c.hostnameOverride);
+  f.str("bindAddress", c.bindAddress);
+  f.str("healthzBindAddress", c.healthzBindAddress);
+  f.str("metricsBindAddress", c.metricsBindAddress);
+  f.boolean("bindAddressHardFail", c.bindAddressHardFail);
+  f.boolean("enableProfiling", c.enableProfiling);
+  f.str("showHiddenMetricsForVersion", c.showHiddenMetricsForVersion);
+  f.str("mode", c.mode);
+
+  Present ipt, ipvs, nft;
+  section(f, "iptables", [&](Fields& s) {
+    ipt.masqueradeBit = s.int32("masqueradeBit", c.iptables.masqueradeBit);
+    ipt.masqueradeAll = s.boolean("masqueradeAll", c.iptables.masqueradeAll);
+    s.boolean("localhostNodePorts", c.iptables.localhostNodePorts);
+    s.boolean("snatNodeInternalIP", c.iptables.snatNodeInternalIP);
+    ipt.syncPeriod = s.duration("syncPeriod", c.iptables.syncPeriod);
+    ipt.minSyncPeriod = s.duration("minSyncPeriod", c.iptables.minSyncPeriod);
+  });
+  section(f, "ipvs", [&](Fields& s) {
+    ipvs.syncPeriod = s.duration("syncPeriod", c.ipvs.syncPeriod);
+    ipvs.minSyncPeriod = s.duration("minSyncPeriod", c.ipvs.minSyncPeriod);
+    s.str("scheduler", c.ipvs.scheduler);
+    s.strings("excludeCIDRs", c.ipvs.excludeCIDRs);
+    s.boolean("strictARP", c.ipvs.strictARP);
+    s.duration("tcpTimeout", c.ipvs.tcpTimeout);
+    s.duration("tcpFinTimeout", c.ipvs.tcpFinTimeout);
+    s.duration("udpTimeout", c.ipvs.udpTimeout);
+  });
+  section(f, "nftables", [&](Fields& s) {
+    nft.masqueradeBit = s.int32("masqueradeBit", c.nftables.masqueradeBit);
+    nft.masqueradeAll = s.boolean("masqueradeAll", c.nftables.masqueradeAll);
+    nft.syncPeriod = s.duration("syncPeriod", c.nftables.syncPeriod);
+    nft.minSyncPeriod = s.duration("minSyncPeriod", c.nftables.minSyncPeriod);
+  });
+  section(f, "winkernel", [&](Fields& s) {
+    s.str("networkName", c.winkernel.networkName);
+    s.str("sourceVip", c.winkernel.sourceVip);
+    s.boolean("enableDSR", c.winkernel.enableDSR);
+    s.str("rootHnsEndpointName", c.winkernel.rootHnsEndpointName);
+    s.boolean("forwardHealthCheckVip", c.winkernel.forwardHealthCheckVip);
+  });
+  f.str("detectLocalMode", c.detectLocalMode);
+  section(f, "detectLocal", [&](Fields& s) {
+    s.str("bridgeInterface", c.detectLocal.bridgeInterface);
+    s.str("interfaceNamePrefix", c.detectLocal.interfaceNamePrefix);
+  });
+  f.str("clusterCIDR", c.clusterCIDR);
+  f.strings("nodePortAddresses", c.nodePortAddresses);
+  f.int32("oomScoreAdj", c.oomScoreAdj);
+  section(f, "conntrack", [&](Fields& s) {
+    s.int32("maxPerCore", c.conntrack.maxPerCore);
+    s.int32("min", c.conntrack.min);
+    s.duration("tcpEstablishedTimeout", c.conntrack.tcpEstablishedTimeout);
+    s.duration("tcpCloseWaitTimeout", c.conntrack.tcpCloseWaitTimeout);
+    s.boolean("tcpBeLiberal", c.conntrack.tcpBeLiberal);
+    s.duration("udpTimeout", c.conntrack.udpTimeout);
+    s.duration("udpStreamTimeout", c.conntrack.udpStreamTimeout);
+  });
+  f.duration("configSyncPeriod", c.configSyncPeriod);
+  f.str("portRange", c.portRange);
+  f.boolean("windowsRunAsService", c.windowsRunAsService);
+  f.done();
+
+  // upstream's SetDefaults_KubeProxyConfiguration: zero values are "unset".
+  using std::chrono::seconds;
+  if (c.bindAddress.empty()) c.bindAddress = "0.0.0.0";
+  bool v4 = net::familyOf(net::canonicalIp(c.bindAddress).value_or("")) != net::Family::V6;
+  c.healthzBindAddress = c.healthzBindAddress.empty() ? std::string(v4 ? "0.0.0.0" : "[::]") + ":10256"
+                                                      : appendPortIfNeeded(c.healthzBindAddress, 10256);
+  c.metricsBindAddress = c.metricsBindAddress.empty() ? std::string(v4 ? "127.0.0.1" : "[::1]") + ":10249"
+                                                      : appendPortIfNeeded(c.metricsBindAddress, 10249);
+  if (c.iptables.syncPeriod == Duration(0)) c.iptables.syncPeriod = seconds(30);
+  if (c.iptables.minSyncPeriod == Duration(0)) c.iptables.minSyncPeriod = seconds(1);
+  if (c.ipvs.syncPeriod == Duration(0)) c.ipvs.syncPeriod = seconds(30);
+  if (c.configSyncPeriod == Duration(0)) c.configSyncPeriod = std::chrono::minutes(15);
+  if (c.clientConnection.contentType.empty()) c.clientConnection.contentType = "application/vnd.kubernetes.protobuf";
+  if (c.clientConnection.qps == 0) c.clientConnection.qps = 5;
+  if (c.clientConnection.burst == 0) c.clientConnection.burst = 10;
+  if (c.logging.format.empty()) c.logging.format = "text";
+  if (c.logging.flushFrequency == Duration(0)) c.logging.flushFrequency = seconds(5);
+
+  // nftables.* is what runs; what it leaves out comes from the section of the mode named.
+  bool fromIpvs = c.mode == "ipvs";
+  if (!nft.syncPeriod || c.nftables.syncPeriod == Duration(0)) {
+    if (fromIpvs && ipvs.syncPeriod) c.nftables.syncPeriod = c.ipvs.syncPeriod;
+    else if (!fromIpvs && ipt.syncPeriod) c.nftables.syncPeriod = c.iptables.syncPeriod;
+    else c.nftables.syncPeriod = seconds(30);
+  }
+  if (!nft.minSyncPeriod || c.nftables.minSyncPeriod == Duration(0)) {
+    if (fromIpvs && ipvs.minSyncPeriod && c.ipvs.minSyncPeriod != Duration(0)) c.nftables.minSyncPeriod = c.ipvs.minSyncPeriod;
+    else if (!fromIpvs && ipt.minSyncPeriod) c.nftables.minSyncPeriod = c.iptables.minSyncPeriod;
+    else c.nftables.minSyncPeriod = seconds(1);
+  }
+  if (!nft.masqueradeAll && ipt.masqueradeAll) c.nftables.masqueradeAll = c.iptables.masqueradeAll;
+  if (!nft.masqueradeBit && ipt.masqueradeBit) c.nftables.masqueradeBit = c.iptables.masqueradeBit;
+}
+
+}  // namespace
+
+std::string appendPortIfNeeded(const std::string& address, int port) {
+  auto ip = net::canonicalIp(address);
+  if (!ip) return address;
+  return net::familyOf(*ip) == net::Family::V6 ? "[" + address + "]:" + std::to_string(port)
+                                               : address + ":" + std::to_string(port);
+}
+
+std::optional<std::string> decodeProxyConfig(std::string_view text, ProxyConfig& out) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return "does not parse as YAML or JSON: line " + std::to_string(e.mark.line + 1) + ", column " +
+           std::to_string(e.mark.column + 1) + ": " + e.msg;
+  }
+  if (docs.empty()) return std::string("is empty (want a KubeProxyConfiguration)");
+  if (docs.size() > 1) return "holds " + std::to_string(docs.size()) + " documents (want one KubeProxyConfiguration)";
+  ProxyConfig c;
+  try {
+    decodeDocument(docs[0], c);
+  } catch (const FieldError& e) {
+    return std::string(e.what());
+  } catch (const YAML::Exception& e) {
+    return std::string(e.what());
+  }
+  out = std::move(c);
+  return std::nullopt;
+}
+
+}  // namespace kpn::config

@@ -1,0 +1,33 @@
+#include "pkg/config/node_config.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace kpn::config {
+
+std::string nodeName(const ProxyConfig& c, const std::string& hostname) {
+  // upstream's GetHostname: the override trimmed, else the hostname; lowercased either way.
+  std::string s = c.hostnameOverride.empty() ? hostname : c.hostnameOverride;
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  s = b == std::string::npos ? "" : s.substr(b, e - b + 1);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return s;
+}
+
+std::optional<std::string> toNodeConfig(const ProxyConfig& c, render::NodeConfig& out, std::vector<std::string>* warnings) {
+  out.masqueradeAll = c.nftables.masqueradeAll;
+  out.masqueradeMark = 1u << c.nftables.masqueradeBit;
+  out.clusterCidrV4.reset();
+  out.clusterCidrV6.reset();
+  if (auto err = render::parseClusterCidrs(c.clusterCIDR, out)) return "clusterCIDR: " + *err;
+  std::string joined;
+  for (const std::string& a : c.nodePortAddresses) joined += (joined.empty() ? "" : ",") + a;
+  for (const std::string& w : render::parseNodePortAddresses(joined, out))
+    if (warnings) warnings->push_back(w);
+  if (auto err = render::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
+                                          c.detectLocal.interfaceNamePrefix, out))
+    return "detectLocalMode: " + *err;
+  return std::nullopt;
+}
+
+}  // namespace kpn::config

@@ -1,0 +1,154 @@
+// The daemon's whole configuration: upstream's KubeProxyConfiguration
+// (kubeproxy.config.k8s.io/v1alpha1) as a value type, with upstream's defaults, plus the few
+// settings of our own that have no field there. It comes from --config or from the flags
+// (pkg/config/command_line.h); main() reads settings only from here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kpn::config {
+
+using Duration = std::chrono::nanoseconds;
+
+inline constexpr const char* kApiVersion = "kubeproxy.config.k8s.io/v1alpha1";
+inline constexpr const char* kKind = "KubeProxyConfiguration";
+
+struct ClientConnection {
+  std::string kubeconfig;
+  std::string acceptContentTypes;                             // accepted, not used (we speak JSON)
+  std::string contentType = "application/vnd.kubernetes.protobuf";  // accepted, not used
+  float qps = 5;
+  int32_t burst = 10;
+};
+
+struct VModule {
+  std::string filePattern;
+  int32_t verbosity = 0;
+};
+
+struct LogFormatOptions {
+  bool splitStream = false;
+  std::string infoBufferSize = "0";  // a resource quantity, kept as text
+};
+
+struct Logging {
+  std::string format = "text";
+  Duration flushFrequency = std::chrono::seconds(5);
+  int32_t verbosity = 0;
+  std::vector<VModule> vmodule;
+  LogFormatOptions text, json;
+};
+
+struct NFTables {
+  int32_t masqueradeBit = 14;
+  bool masqueradeAll = false;
+  Duration syncPeriod = std::chrono::seconds(30);
+  Duration minSyncPeriod = std::chrono::seconds(1);
+};
+
+struct IPTables {
+  int32_t masqueradeBit = 14;
+  bool masqueradeAll = false;
+  bool localhostNodePorts = true;   // iptables mode only: never in nftables mode
+  bool snatNodeInternalIP = false;  // accepted, not honoured
+  Duration syncPeriod = std::chrono::seconds(30);
+  Duration minSyncPeriod = std::chrono::seconds(1);
+};
+
+struct IPVS {
+  Duration syncPeriod = std::chrono::seconds(30);
+  Duration minSyncPeriod{0};
+  std::string scheduler;  // kept for the scheduler work: read, validated, not honoured yet
+  std::vector<std::string> excludeCIDRs;
+  bool strictARP = false;
+  Duration tcpTimeout{0}, tcpFinTimeout{0}, udpTimeout{0};
+};
+
+struct Winkernel {
+  std::string networkName, sourceVip, rootHnsEndpointName;
+  bool enableDSR = false, forwardHealthCheckVip = false;
+};
+
+struct DetectLocal {
+  std::string bridgeInterface;
+  std::string interfaceNamePrefix;
+};
+
+// 0 (or 0s) means "leave the kernel's value as it is", as upstream.
+struct Conntrack {
+  int32_t maxPerCore = 32 * 1024;
+  int32_t min = 128 * 1024;
+  Duration tcpEstablishedTimeout = std::chrono::hours(24);
+  Duration tcpCloseWaitTimeout = std::chrono::hours(1);
+  bool tcpBeLiberal = false;
+  Duration udpTimeout{0};
+  Duration udpStreamTimeout{0};
+};
+
+struct ProxyConfig {
+  std::map<std::string, bool> featureGates;  // logged; no gate is implemented
+  ClientConnection clientConnection;
+  Logging logging;
+  std::string hostnameOverride;
+  std::string bindAddress = "0.0.0.0";
+  std::string healthzBindAddress = "0.0.0.0:10256";
+  std::string metricsBindAddress = "127.0.0.1:10249";  // "" or port 0: no metrics server
+  bool bindAddressHardFail = false;
+  bool enableProfiling = false;            // accepted, not honoured
+  std::string showHiddenMetricsForVersion;  // accepted, not honoured
+  std::string mode;  // "" and "nftables" run; "iptables" and "ipvs" run in nftables mode, with a warning
+  IPTables iptables;  // its masquerade and sync fields apply when the file has no nftables section
+  IPVS ipvs;
+  NFTables nftables;  // what the daemon runs with (see decode.h for where absent fields come from)
+  Winkernel winkernel;
+  std::string detectLocalMode;  // "" is ClusterCIDR
+  DetectLocal detectLocal;
+  std::string clusterCIDR;
+  std::vector<std::string> nodePortAddresses;  // empty: "primary" (nftables mode's default)
+  int32_t oomScoreAdj = -999;
+  Conntrack conntrack;
+  Duration configSyncPeriod = std::chrono::minutes(15);
+  std::string portRange;  // unused upstream too; logged when set
+  bool windowsRunAsService = false;
+
+};
+
+// Settings the daemon takes only from flags (they have no KubeProxyConfiguration field), so they
+// apply with or without --config.
+struct DaemonOptions {
+  std::string configFile;     // --config
+  std::string writeConfigTo;  // --write-config-to
+  std::string master;         // --master: overrides the kubeconfig's server
+  std::string kubeconfigContext;
+  std::string serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+  std::string manifests;
+  bool dryRun = false;
+  bool cleanup = false;
+  bool cleanupIptables = true;  // --cleanup-iptables: remove upstream's iptables-mode leftovers
+  bool initOnly = false;  // --init-only: probe, OOM score, conntrack sysctls, then exit
+  std::vector<std::string> probeFakeRequirements;  // test only: requirements no kernel meets
+};
+
+// Field-by-field equality (C++17 has no defaulted comparisons): the --write-config-to round trip
+// and the unit tests compare whole configurations.
+#define KPN_CONFIG_EQ(T) \
+  bool operator==(const T& a, const T& b); \
+  inline bool operator!=(const T& a, const T& b) { return !(a == b); }
+KPN_CONFIG_EQ(ClientConnection)
+KPN_CONFIG_EQ(VModule)
+KPN_CONFIG_EQ(LogFormatOptions)
+KPN_CONFIG_EQ(Logging)
+KPN_CONFIG_EQ(NFTables)
+KPN_CONFIG_EQ(IPTables)
+KPN_CONFIG_EQ(IPVS)
+KPN_CONFIG_EQ(Winkernel)
+KPN_CONFIG_EQ(DetectLocal)
+KPN_CONFIG_EQ(Conntrack)
+KPN_CONFIG_EQ(ProxyConfig)
+#undef KPN_CONFIG_EQ
+
+}  // namespace kpn::config

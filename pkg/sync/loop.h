@@ -1,0 +1,103 @@
+// The daemon's sync loop: when to sync (coalescing changes for --min-sync-period, a forced sync
+// every --sync-period, backoff after failures up to the sync period), nothing before the source
+// has listed everything, and who hears about each sync (health-check ports, /healthz, metrics).
+// Time comes from a Clock and the blocking wait is a separate driver (runSyncLoop), so the
+// decisions are unit-tested with a fake clock.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pkg/source/source.h"
+#include "pkg/sync/clock.h"
+#include "pkg/sync/syncer.h"
+
+namespace kpn::sync {
+
+// One sync of the current state, whatever that involves (the daemon's: re-read host addresses,
+// render, diff, commit). The loop only decides when.
+class SyncTarget {
+ public:
+  virtual ~SyncTarget() = default;
+  virtual SyncStats sync() = 0;
+  // After a successful sync: the service keys it covered; nullptr: every service may differ.
+  virtual const std::set<std::string>* lastChanges() const = 0;
+  // Parts left out of the last sync that want another try after this long (services the kernel
+  // refused: pkg/sync/isolation.h); the loop syncs then even when nothing changed.
+  virtual std::optional<std::chrono::nanoseconds> retryIn() const { return std::nullopt; }
+};
+
+// What one sync did, for observers. Valid during the callback only.
+struct SyncReport {
+  SyncStats stats;
+  const std::set<std::string>* changed = nullptr;  // see SyncTarget::lastChanges; null after a failure
+  // On success: services whose change carried a trigger time (EndpointSlice
+  // last-change-trigger-time), earliest time each. Empty after a failure (kept for the retry).
+  std::map<std::string, WallTime> triggerTimes;
+  std::chrono::nanoseconds duration{0};  // the whole sync, as the clock saw it
+  WallTime finished;                     // wall time at its end
+  int consecutiveFailures = 0;           // 0 after a success
+  std::chrono::nanoseconds retryIn{0};   // after a failure: the backoff before the next attempt
+};
+
+class SyncObserver {
+ public:
+  virtual ~SyncObserver() = default;
+  // A change arrived and waits for a sync (upstream's QueuedUpdate).
+  virtual void queued(WallTime) {}
+  virtual void synced(const SyncReport&) {}
+  // Every step of the loop, at least once a second while it runs: for state that ages (staleness).
+  virtual void tick(SteadyTime) {}
+};
+
+struct LoopTimings {
+  std::chrono::nanoseconds minSyncPeriod = std::chrono::seconds(1);
+  std::chrono::nanoseconds syncPeriod = std::chrono::seconds(30);
+  std::chrono::nanoseconds firstRetry = std::chrono::milliseconds(500);
+};
+
+class SyncLoop {
+ public:
+  SyncLoop(const Clock& clock, source::Source& source, SyncTarget& target, LoopTimings timings);
+  void addObserver(SyncObserver* o) { observers_.push_back(o); }
+
+  // The source applied a change to the state.
+  void changed();
+  // Syncs if a sync is due and the source has synced; returns when the next step is due.
+  SteadyTime step();
+
+  bool dirty() const { return dirty_; }
+  std::chrono::nanoseconds backoff() const { return backoff_; }
+  int consecutiveFailures() const { return failures_; }
+  size_t syncs() const { return syncs_; }  // attempts, failed ones included
+  const Clock& clock() const { return clock_; }
+
+ private:
+  SteadyTime due(SteadyTime now) const;  // when the next sync is due, seen at `now`
+  void runSync(SteadyTime now);
+
+  const Clock& clock_;
+  source::Source& source_;
+  SyncTarget& target_;
+  LoopTimings timings_;
+  std::vector<SyncObserver*> observers_;
+  bool dirty_ = true;  // the first sync is due at once
+  SteadyTime lastSync_{};
+  SteadyTime nextForced_;
+  SteadyTime nextWaitLog_;
+  std::chrono::nanoseconds backoff_{0};
+  std::optional<SteadyTime> retryAt_;  // the target's own retry (refused services), if any
+  int failures_ = 0;
+  size_t syncs_ = 0;
+  std::map<std::string, WallTime> triggers_;  // taken from the source, not yet reported as synced
+};
+
+// Blocks: waits on the source's fd and stopFd (readable: stop), feeds changes to the loop and
+// steps it. Returns when stopFd becomes readable.
+void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd);
+
+}  // namespace kpn::sync

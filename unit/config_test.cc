@@ -1,0 +1,544 @@
+// KubeProxyConfiguration decoding, defaults, validation, --write-config-to and the flag
+// precedence of upstream's cmd/kube-proxy/app/options.go.
+#include <doctest/doctest.h>
+
+#include "pkg/config/command_line.h"
+#include "pkg/config/decode.h"
+#include "pkg/config/encode.h"
+#include "pkg/config/node_config.h"
+#include "pkg/config/validate.h"
+#include "pkg/config/warnings.h"
+
+using namespace kpn::config;
+using namespace std::chrono;
+
+namespace {
+
+const char* const kHeader = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n";
+
+// The issue's ConfigMap (a typical kubeadm/tutorial one), verbatim.
+const char* const kIssueConfigMap = R"(apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: "ipvs"
+clusterCIDR: "10.244.0.0/16"
+ipvs:
+  scheduler: "rr"
+  excludeCIDRs: ["10.96.0.10/32"]
+conntrack:
+  maxPerCore: 32768
+metricsBindAddress: "0.0.0.0:10249"
+)";
+
+ProxyConfig decodeOk(const std::string& body) {
+  ProxyConfig c;
+  auto err = decodeProxyConfig(kHeader + body, c);
+  INFO(body);
+  REQUIRE_MESSAGE(!err, *err);
+  return c;
+}
+
+std::string decodeErr(const std::string& text) {
+  ProxyConfig c;
+  auto err = decodeProxyConfig(text, c);
+  REQUIRE_MESSAGE(err, "decoded without error: " << text);
+  return *err;
+}
+
+// A fake file system for loadCommandLine.
+ReadFile files(std::map<std::string, std::string> contents) {
+  return [contents](const std::string& path, std::string* text, std::string* error) {
+    auto it = contents.find(path);
+    if (it == contents.end()) {
+      *error = "cannot read: No such file or directory";
+      return false;
+    }
+    *text = it->second;
+    return true;
+  };
+}
+
+Loaded load(const GivenFlags& flags, const ReadFile& fs = files({})) {
+  Loaded l;
+  auto err = loadCommandLine(flags, fs, l);
+  REQUIRE_MESSAGE(!err, *err);
+  return l;
+}
+
+std::string loadErr(const GivenFlags& flags, const ReadFile& fs = files({})) {
+  Loaded l;
+  auto err = loadCommandLine(flags, fs, l);
+  REQUIRE(err);
+  return *err;
+}
+
+}  // namespace
+
+TEST_CASE("config: an empty KubeProxyConfiguration gets upstream's v1alpha1 defaults") {
+  ProxyConfig c = decodeOk("");
+  CHECK(c == ProxyConfig{});  // the value type's defaults are upstream's
+  CHECK(c.bindAddress == "0.0.0.0");
+  CHECK(c.healthzBindAddress == "0.0.0.0:10256");
+  CHECK(c.metricsBindAddress == "127.0.0.1:10249");
+  CHECK(c.clientConnection.qps == 5);
+  CHECK(c.clientConnection.burst == 10);
+  CHECK(c.clientConnection.contentType == "application/vnd.kubernetes.protobuf");
+  CHECK(c.nftables.syncPeriod == seconds(30));
+  CHECK(c.nftables.minSyncPeriod == seconds(1));
+  CHECK(c.nftables.masqueradeBit == 14);
+  CHECK(c.iptables.syncPeriod == seconds(30));
+  CHECK(c.ipvs.syncPeriod == seconds(30));
+  CHECK(c.ipvs.minSyncPeriod == seconds(0));
+  CHECK(c.conntrack.maxPerCore == 32768);
+  CHECK(c.conntrack.min == 131072);
+  CHECK(c.conntrack.tcpEstablishedTimeout == hours(24));
+  CHECK(c.conntrack.tcpCloseWaitTimeout == hours(1));
+  CHECK(c.conntrack.udpTimeout == seconds(0));
+  CHECK(c.oomScoreAdj == -999);
+  CHECK(c.configSyncPeriod == minutes(15));
+  CHECK(c.logging.format == "text");
+  CHECK(c.logging.flushFrequency == seconds(5));
+  CHECK(validate(c).empty());
+}
+
+TEST_CASE("config: the issue's ConfigMap, verbatim, decodes, validates and runs in nftables mode") {
+  ProxyConfig c;
+  auto err = decodeProxyConfig(kIssueConfigMap, c);
+  REQUIRE_MESSAGE(!err, *err);
+  CHECK(c.mode == "ipvs");
+  CHECK(c.clusterCIDR == "10.244.0.0/16");
+  CHECK(c.ipvs.scheduler == "rr");
+  CHECK(c.ipvs.excludeCIDRs == std::vector<std::string>{"10.96.0.10/32"});
+  CHECK(c.conntrack.maxPerCore == 32768);
+  CHECK(c.conntrack.min == 131072);
+  CHECK(c.metricsBindAddress == "0.0.0.0:10249");
+  CHECK(c.healthzBindAddress == "0.0.0.0:10256");
+  CHECK(c.nftables.syncPeriod == seconds(30));  // ipvs' default sync period
+  CHECK(c.nftables.minSyncPeriod == seconds(1));
+  CHECK(validate(c).empty());
+  StartupNotes n = startupNotes(c);
+  REQUIRE(n.warnings.size() == 1);  // one warning, naming the field
+  CHECK(n.warnings[0] == "mode: \"ipvs\" is not implemented by kube-proxy-nft; running in nftables mode");
+  bool schedulerNoted = false, excludeNoted = false;
+  for (const std::string& i : n.info) {
+    schedulerNoted |= i.rfind("ipvs.scheduler: \"rr\" kept", 0) == 0;
+    excludeNoted |= i.rfind("ipvs.excludeCIDRs: [10.96.0.10/32] accepted", 0) == 0;
+  }
+  CHECK(schedulerNoted);
+  CHECK(excludeNoted);
+  kpn::render::NodeConfig nc;
+  REQUIRE_FALSE(toNodeConfig(c, nc, nullptr));
+  REQUIRE(nc.clusterCidrV4);
+  CHECK(nc.clusterCidrV4->str() == "10.244.0.0/16");
+  CHECK(nc.masqueradeMark == 0x4000);
+  CHECK(nc.nodePortPrimary);
+}
+
+TEST_CASE("config: every field decodes from YAML") {
+  ProxyConfig c = decodeOk(R"(
+featureGates: {Foo: true, Bar: false}
+clientConnection: {kubeconfig: /etc/kp/kc, acceptContentTypes: "application/json", contentType: application/json, qps: 7.5, burst: 20}
+logging:
+  format: text
+  flushFrequency: 10s
+  verbosity: 3
+  vmodule: [{filePattern: "sync*", verbosity: 5}]
+  options: {text: {splitStream: true, infoBufferSize: "64Ki"}, json: {splitStream: false, infoBufferSize: 0}}
+hostnameOverride: Node-A
+bindAddress: 10.0.0.5
+healthzBindAddress: 10.0.0.5:12345
+metricsBindAddress: 127.0.0.1:12346
+bindAddressHardFail: true
+enableProfiling: true
+showHiddenMetricsForVersion: "1.31"
+mode: nftables
+iptables: {masqueradeBit: 12, masqueradeAll: true, localhostNodePorts: false, snatNodeInternalIP: true, syncPeriod: 40s, minSyncPeriod: 2s}
+ipvs: {syncPeriod: 50s, minSyncPeriod: 3s, scheduler: sh, excludeCIDRs: [10.0.0.0/8], strictARP: true, tcpTimeout: 1s, tcpFinTimeout: 2s, udpTimeout: 3s}
+nftables: {masqueradeBit: 13, masqueradeAll: false, syncPeriod: 45s, minSyncPeriod: 250ms}
+winkernel: {networkName: net1, sourceVip: 1.2.3.4, enableDSR: true, rootHnsEndpointName: r, forwardHealthCheckVip: true}
+detectLocalMode: InterfaceNamePrefix
+detectLocal: {bridgeInterface: cni0, interfaceNamePrefix: veth}
+clusterCIDR: 10.244.0.0/16,fd00:10:244::/56
+nodePortAddresses: [10.0.0.0/8, "fd00::/8"]
+oomScoreAdj: -500
+conntrack: {maxPerCore: 0, min: 1000, tcpEstablishedTimeout: 2h, tcpCloseWaitTimeout: 30m, tcpBeLiberal: true, udpTimeout: 30s, udpStreamTimeout: 2m}
+configSyncPeriod: 5m
+portRange: 30000-32767
+windowsRunAsService: true
+)");
+  CHECK(c.featureGates == std::map<std::string, bool>{{"Bar", false}, {"Foo", true}});
+  CHECK(c.clientConnection.kubeconfig == "/etc/kp/kc");
+  CHECK(c.clientConnection.acceptContentTypes == "application/json");
+  CHECK(c.clientConnection.contentType == "application/json");
+  CHECK(c.clientConnection.qps == 7.5f);
+  CHECK(c.clientConnection.burst == 20);
+  CHECK(c.logging.flushFrequency == seconds(10));
+  CHECK(c.logging.verbosity == 3);
+  REQUIRE(c.logging.vmodule.size() == 1);
+  CHECK(c.logging.vmodule[0].filePattern == "sync*");
+  CHECK(c.logging.vmodule[0].verbosity == 5);
+  CHECK(c.logging.text.splitStream);
+  CHECK(c.logging.text.infoBufferSize == "64Ki");
+  CHECK(c.logging.json.infoBufferSize == "0");
+  CHECK(c.hostnameOverride == "Node-A");
+  CHECK(c.bindAddress == "10.0.0.5");
+  CHECK(c.healthzBindAddress == "10.0.0.5:12345");
+  CHECK(c.metricsBindAddress == "127.0.0.1:12346");
+  CHECK(c.bindAddressHardFail);
+  CHECK(c.enableProfiling);
+  CHECK(c.showHiddenMetricsForVersion == "1.31");
+  CHECK(c.mode == "nftables");
+  CHECK(c.iptables.masqueradeBit == 12);
+  CHECK(c.iptables.masqueradeAll);
+  CHECK_FALSE(c.iptables.localhostNodePorts);
+  CHECK(c.iptables.snatNodeInternalIP);
+  CHECK(c.iptables.syncPeriod == seconds(40));
+  CHECK(c.iptables.minSyncPeriod == seconds(2));
+  CHECK(c.ipvs.syncPeriod == seconds(50));
+  CHECK(c.ipvs.minSyncPeriod == seconds(3));
+  CHECK(c.ipvs.scheduler == "sh");
+  CHECK(c.ipvs.excludeCIDRs == std::vector<std::string>{"10.0.0.0/8"});
+  CHECK(c.ipvs.strictARP);
+  CHECK(c.ipvs.tcpTimeout == seconds(1));
+  CHECK(c.ipvs.tcpFinTimeout == seconds(2));
+  CHECK(c.ipvs.udpTimeout == seconds(3));
+  // nftables wins over iptables where it says something.
+  CHECK(c.nftables.masqueradeBit == 13);
+  CHECK_FALSE(c.nftables.masqueradeAll);
+  CHECK(c.nftables.syncPeriod == seconds(45));
+  CHECK(c.nftables.minSyncPeriod == milliseconds(250));
+  CHECK(c.winkernel.networkName == "net1");
+  CHECK(c.winkernel.sourceVip == "1.2.3.4");
+  CHECK(c.winkernel.enableDSR);
+  CHECK(c.winkernel.rootHnsEndpointName == "r");
+  CHECK(c.winkernel.forwardHealthCheckVip);
+  CHECK(c.detectLocalMode == "InterfaceNamePrefix");
+  CHECK(c.detectLocal.bridgeInterface == "cni0");
+  CHECK(c.detectLocal.interfaceNamePrefix == "veth");
+  CHECK(c.clusterCIDR == "10.244.0.0/16,fd00:10:244::/56");
+  CHECK(c.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8", "fd00::/8"});
+  CHECK(c.oomScoreAdj == -500);
+  CHECK(c.conntrack.maxPerCore == 0);
+  CHECK(c.conntrack.min == 1000);
+  CHECK(c.conntrack.tcpEstablishedTimeout == hours(2));
+  CHECK(c.conntrack.tcpCloseWaitTimeout == minutes(30));
+  CHECK(c.conntrack.tcpBeLiberal);
+  CHECK(c.conntrack.udpTimeout == seconds(30));
+  CHECK(c.conntrack.udpStreamTimeout == minutes(2));
+  CHECK(c.configSyncPeriod == minutes(5));
+  CHECK(c.portRange == "30000-32767");
+  CHECK(c.windowsRunAsService);
+  CHECK(validate(c).empty());
+
+  kpn::render::NodeConfig nc;
+  REQUIRE_FALSE(toNodeConfig(c, nc, nullptr));
+  CHECK(nc.masqueradeMark == (1u << 13));
+  CHECK(nc.clusterCidrV6->str() == "fd00:10:244::/56");
+  CHECK(nc.detectLocal == kpn::render::LocalDetectMode::InterfaceNamePrefix);
+  CHECK(nc.podInterfaceNamePrefix == "veth");
+  CHECK_FALSE(nc.nodePortPrimary);
+  CHECK(nc.nodePortCidrs.size() == 2);
+}
+
+TEST_CASE("config: JSON decodes like YAML") {
+  ProxyConfig c;
+  auto err = decodeProxyConfig(R"({"apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
+    "mode": "nftables", "conntrack": {"maxPerCore": 0, "tcpBeLiberal": true}, "clientConnection": {"qps": 50, "burst": 100},
+    "nodePortAddresses": ["primary"], "featureGates": {"X": true}})",
+                               c);
+  REQUIRE_MESSAGE(!err, *err);
+  CHECK(c.mode == "nftables");
+  CHECK(c.conntrack.maxPerCore == 0);
+  CHECK(c.conntrack.tcpBeLiberal);
+  CHECK(c.clientConnection.qps == 50);
+  CHECK(c.clientConnection.burst == 100);
+  CHECK(c.nodePortAddresses == std::vector<std::string>{"primary"});
+  CHECK(c.featureGates.at("X"));
+}
+
+TEST_CASE("config: nftables fields left out come from the section of the mode named") {
+  // iptables mode (or none): iptables.* as upstream's iptables proxier read them.
+  ProxyConfig c = decodeOk("iptables: {syncPeriod: 1m, minSyncPeriod: 5s, masqueradeAll: true, masqueradeBit: 10}\n");
+  CHECK(c.nftables.syncPeriod == minutes(1));
+  CHECK(c.nftables.minSyncPeriod == seconds(5));
+  CHECK(c.nftables.masqueradeAll);
+  CHECK(c.nftables.masqueradeBit == 10);
+  // ipvs mode: the sync periods from ipvs.*, masquerade from iptables.* (ipvs had none).
+  c = decodeOk("mode: ipvs\nipvs: {syncPeriod: 2m, minSyncPeriod: 7s}\niptables: {syncPeriod: 1m, masqueradeAll: true}\n");
+  CHECK(c.nftables.syncPeriod == minutes(2));
+  CHECK(c.nftables.minSyncPeriod == seconds(7));
+  CHECK(c.nftables.masqueradeAll);
+  // What nftables says wins; what nobody says is nftables mode's default.
+  c = decodeOk("nftables: {syncPeriod: 20s}\niptables: {syncPeriod: 1m, minSyncPeriod: 5s}\n");
+  CHECK(c.nftables.syncPeriod == seconds(20));
+  CHECK(c.nftables.minSyncPeriod == seconds(5));
+  c = decodeOk("mode: ipvs\niptables: {syncPeriod: 1m}\n");
+  CHECK(c.nftables.syncPeriod == seconds(30));
+  // Zero is "unset" for these, as in upstream's defaulting.
+  c = decodeOk("nftables: {syncPeriod: 0s, minSyncPeriod: 0s}\nconfigSyncPeriod: 0s\n");
+  CHECK(c.nftables.syncPeriod == seconds(30));
+  CHECK(c.nftables.minSyncPeriod == seconds(1));
+  CHECK(c.configSyncPeriod == minutes(15));
+}
+
+TEST_CASE("config: addresses without a port get upstream's; an IPv6 bindAddress moves the defaults") {
+  ProxyConfig c = decodeOk("healthzBindAddress: 10.1.2.3\nmetricsBindAddress: \"::1\"\n");
+  CHECK(c.healthzBindAddress == "10.1.2.3:10256");
+  CHECK(c.metricsBindAddress == "[::1]:10249");
+  c = decodeOk("bindAddress: \"::\"\n");
+  CHECK(c.healthzBindAddress == "[::]:10256");
+  CHECK(c.metricsBindAddress == "[::1]:10249");
+  CHECK(validate(c).empty());
+}
+
+TEST_CASE("config: unknown and duplicate fields are errors naming their path") {
+  CHECK(decodeErr(std::string(kHeader) + "conntrack:\n  maxPerCore: 1\n  max: 5\n") == "unknown field \"conntrack.max\"");
+  CHECK(decodeErr(std::string(kHeader) + "udpIdleTimeout: 250ms\n") == "unknown field \"udpIdleTimeout\"");
+  CHECK(decodeErr(std::string(kHeader) + "logging:\n  options:\n    text:\n      colour: true\n") ==
+        "unknown field \"logging.options.text.colour\"");
+  CHECK(decodeErr(std::string(kHeader) + "logging:\n  vmodule:\n  - {filePattern: a, level: 2}\n") ==
+        "unknown field \"logging.vmodule[0].level\"");
+  CHECK(decodeErr(std::string(kHeader) + "mode: ipvs\nmode: nftables\n") == "duplicate field \"mode\"");
+}
+
+TEST_CASE("config: wrong types and bad values name the field and the value") {
+  auto err = [](const std::string& body) { return decodeErr(std::string(kHeader) + body); };
+  CHECK(err("conntrack: {maxPerCore: lots}\n") == "conntrack.maxPerCore: want an integer, got string \"lots\"");
+  CHECK(err("conntrack: {maxPerCore: \"32768\"}\n") == "conntrack.maxPerCore: want an integer, got string \"32768\"");
+  CHECK(err("conntrack: {maxPerCore: 1.5}\n") == "conntrack.maxPerCore: 1.5 is not an integer");
+  CHECK(err("oomScoreAdj: 99999999999\n") == "oomScoreAdj: 99999999999 does not fit a 32-bit integer");
+  CHECK(err("mode: 5\n") == "mode: want a string, got number 5");
+  CHECK(err("bindAddressHardFail: maybe\n") == "bindAddressHardFail: want a bool (true or false), got string \"maybe\"");
+  CHECK(err("nftables: {syncPeriod: 30}\n") == "nftables.syncPeriod: want a duration string (\"30s\", \"1m30s\"), got number 30");
+  CHECK(err("nftables: {syncPeriod: 30 seconds}\n") ==
+        "nftables.syncPeriod: \"30 seconds\" is not a duration (Go syntax: 500ms, 30s, 1h0m0s)");
+  CHECK(err("ipvs: {excludeCIDRs: 10.0.0.0/8}\n") == "ipvs.excludeCIDRs: want a list of strings, got string \"10.0.0.0/8\"");
+  CHECK(err("ipvs: {excludeCIDRs: [10.0.0.0/8, 7]}\n") == "ipvs.excludeCIDRs[1]: want a string, got number 7");
+  CHECK(err("conntrack: 5\n") == "conntrack: want a map, got number 5");
+  CHECK(err("featureGates: {A: yes-please}\n") == "featureGates.A: want a bool (true or false), got string \"yes-please\"");
+  CHECK(err("clientConnection: {qps: fast}\n") == "clientConnection.qps: want a number, got string \"fast\"");
+}
+
+TEST_CASE("config: the document itself must be one KubeProxyConfiguration") {
+  CHECK(decodeErr("kind: KubeProxyConfiguration\n") == "apiVersion: missing (want \"kubeproxy.config.k8s.io/v1alpha1\")");
+  CHECK(decodeErr("apiVersion: kubeproxy.config.k8s.io/v1alpha2\nkind: KubeProxyConfiguration\n") ==
+        "apiVersion: \"kubeproxy.config.k8s.io/v1alpha2\" is not \"kubeproxy.config.k8s.io/v1alpha1\"");
+  CHECK(decodeErr("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n") ==
+        "kind: \"KubeletConfiguration\" is not \"KubeProxyConfiguration\"");
+  CHECK(decodeErr("") == "is empty (want a KubeProxyConfiguration)");
+  CHECK(decodeErr("- a\n- b\n") == "the document is a list, not a KubeProxyConfiguration map");
+  CHECK(decodeErr(std::string(kHeader) + "---\n" + kHeader) == "holds 2 documents (want one KubeProxyConfiguration)");
+  CHECK(decodeErr("mode: [unclosed\n").rfind("does not parse as YAML or JSON: line ", 0) == 0);
+}
+
+TEST_CASE("config: validation names the field, the value and the rule") {
+  auto errorsOf = [](const std::string& body) {
+    ProxyConfig c = decodeOk(body);
+    std::vector<std::string> e = validate(c);
+    REQUIRE(e.size() == 1);
+    return e[0];
+  };
+  CHECK(errorsOf("mode: kernelspace\n") == "mode: \"kernelspace\": must be nftables, iptables, ipvs or empty");
+  CHECK(errorsOf("oomScoreAdj: 1001\n") == "oomScoreAdj: 1001: must be within the range [-1000, 1000]");
+  CHECK(errorsOf("nftables: {masqueradeBit: 32}\n") == "nftables.masqueradeBit: 32: must be within the range [0, 31]");
+  CHECK(errorsOf("nftables: {syncPeriod: 1s, minSyncPeriod: 5s}\n") ==
+        "nftables.syncPeriod: \"1s\": must be greater than or equal to nftables.minSyncPeriod (\"5s\")");
+  CHECK(errorsOf("conntrack: {maxPerCore: -1}\n") == "conntrack.maxPerCore: -1: must be greater than or equal to 0");
+  CHECK(errorsOf("conntrack: {udpTimeout: -5s}\n") == "conntrack.udpTimeout: \"-5s\": must be greater than or equal to 0");
+  CHECK(errorsOf("bindAddress: node-a\n") == "bindAddress: \"node-a\": not a valid IP address");
+  CHECK(errorsOf("healthzBindAddress: \"[::1]:99999\"\n") == "healthzBindAddress: \"[::1]:99999\": must be IP:port ([IPv6]:port)");
+  CHECK(errorsOf("metricsBindAddress: localhost:10249\n") == "metricsBindAddress: \"localhost:10249\": must be IP:port ([IPv6]:port)");
+  CHECK(errorsOf("clusterCIDR: 10.0.0.0/8,10.1.0.0/16\n").rfind("clusterCIDR: \"10.0.0.0/8,10.1.0.0/16\": must be one CIDR or an IPv4,IPv6 pair", 0) == 0);
+  CHECK(errorsOf("nodePortAddresses: [primary, 10.0.0.0/8]\n") == "nodePortAddresses[0]: \"primary\": can't use both 'primary' and CIDRs");
+  CHECK(errorsOf("nodePortAddresses: [10.0.0.0/33]\n") == "nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR or 'primary'");
+  CHECK(errorsOf("detectLocalMode: BridgeInterface\n") ==
+        "detectLocal.bridgeInterface: \"\": must be an interface name with detectLocalMode BridgeInterface");
+  CHECK(errorsOf("detectLocalMode: PodCIDR\n") ==
+        "detectLocalMode: \"PodCIDR\": must be ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix");
+  CHECK(errorsOf("portRange: 200-100\n") == "portRange: \"200-100\": must be a valid port range (e.g. 300-2000)");
+  CHECK(errorsOf("mode: ipvs\nipvs: {scheduler: fastest}\n").rfind("ipvs.scheduler: \"fastest\": must be rr,", 0) == 0);
+  CHECK(errorsOf("mode: ipvs\nipvs: {excludeCIDRs: [nope]}\n") == "ipvs.excludeCIDRs[0]: \"nope\": must be a valid CIDR");
+  // As upstream, the ipvs section is only checked in ipvs mode.
+  CHECK(validate(decodeOk("ipvs: {scheduler: fastest}\n")).empty());
+  CHECK(validHostPort("0.0.0.0:0"));  // port 0: the server is off
+  CHECK_FALSE(validHostPort("::1:10249"));
+}
+
+TEST_CASE("config: --write-config-to's YAML reads back to the same configuration") {
+  ProxyConfig c = decodeOk(R"(
+featureGates: {Foo: true}
+clientConnection: {kubeconfig: "/etc/kp/kc", qps: 7.3, burst: 20}
+logging: {verbosity: 4, vmodule: [{filePattern: "a*", verbosity: 2}], options: {text: {infoBufferSize: "64Ki"}}}
+hostnameOverride: "true"
+mode: ipvs
+ipvs: {scheduler: rr, excludeCIDRs: ["10.96.0.10/32"], minSyncPeriod: 3s}
+iptables: {localhostNodePorts: false}
+nftables: {masqueradeAll: true, minSyncPeriod: 250ms}
+clusterCIDR: "10.244.0.0/16"
+nodePortAddresses: ["10.0.0.0/8"]
+conntrack: {maxPerCore: 0, udpTimeout: 1m30s, tcpEstablishedTimeout: 1.5h}
+portRange: "1000-2000"
+)");
+  std::string yaml = encodeProxyConfig(c);
+  ProxyConfig back;
+  auto err = decodeProxyConfig(yaml, back);
+  REQUIRE_MESSAGE(!err, *err << "\n" << yaml);
+  CHECK_MESSAGE(back == c, yaml);
+  CHECK(back.hostnameOverride == "true");  // quoted: stays a string
+  CHECK(encodeProxyConfig(back) == yaml);
+  // The defaults too.
+  REQUIRE_FALSE(decodeProxyConfig(encodeProxyConfig(ProxyConfig{}), back));
+  CHECK(back == ProxyConfig{});
+  CHECK(encodeProxyConfig(ProxyConfig{}).find("tcpEstablishedTimeout: \"24h0m0s\"") != std::string::npos);
+}
+
+TEST_CASE("flags: without --config each flag given sets its field, upstream's names") {
+  Loaded l = load({{"kubeconfig", "/kc"}, {"kube-api-qps", "20"}, {"kube-api-burst", "40"},
+                   {"metrics-bind-address", "0.0.0.0:9999"}, {"healthz-bind-address", "[::]:10256"},
+                   {"bind-address-hard-fail", "true"}, {"proxy-mode", "iptables"}, {"masquerade-all", "true"},
+                   {"cluster-cidr", "10.244.0.0/16"}, {"conntrack-max-per-core", "0"}, {"conntrack-min", "5"},
+                   {"conntrack-tcp-timeout-established", "3h"}, {"conntrack-tcp-timeout-close-wait", "10m"},
+                   {"conntrack-tcp-be-liberal", "true"}, {"conntrack-udp-timeout", "30s"},
+                   {"conntrack-udp-timeout-stream", "2m"}, {"oom-score-adj", "-100"}, {"config-sync-period", "1m"},
+                   {"detect-local-mode", "BridgeInterface"}, {"pod-bridge-interface", "cni0"},
+                   {"iptables-masquerade-bit", "9"}, {"feature-gates", "A=true,B=false"}, {"v", "3"},
+                   {"nodeport-addresses", "10.0.0.0/8"}, {"master", "https://x"}, {"manifests", "/m"}});
+  const ProxyConfig& c = l.config;
+  CHECK(c.clientConnection.kubeconfig == "/kc");
+  CHECK(c.clientConnection.qps == 20);
+  CHECK(c.clientConnection.burst == 40);
+  CHECK(c.metricsBindAddress == "0.0.0.0:9999");
+  CHECK(c.healthzBindAddress == "[::]:10256");
+  CHECK(c.bindAddressHardFail);
+  CHECK(c.mode == "iptables");
+  CHECK(c.nftables.masqueradeAll);
+  CHECK(c.nftables.masqueradeBit == 9);
+  CHECK(c.clusterCIDR == "10.244.0.0/16");
+  CHECK(c.conntrack.maxPerCore == 0);
+  CHECK(c.conntrack.min == 5);
+  CHECK(c.conntrack.tcpEstablishedTimeout == hours(3));
+  CHECK(c.conntrack.tcpCloseWaitTimeout == minutes(10));
+  CHECK(c.conntrack.tcpBeLiberal);
+  CHECK(c.conntrack.udpTimeout == seconds(30));
+  CHECK(c.conntrack.udpStreamTimeout == minutes(2));
+  CHECK(c.oomScoreAdj == -100);
+  CHECK(c.configSyncPeriod == minutes(1));
+  CHECK(c.detectLocalMode == "BridgeInterface");
+  CHECK(c.detectLocal.bridgeInterface == "cni0");
+  CHECK(c.featureGates == std::map<std::string, bool>{{"A", true}, {"B", false}});
+  CHECK(c.logging.verbosity == 3);
+  CHECK(c.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8"});
+  CHECK(l.options.master == "https://x");
+  CHECK(l.options.manifests == "/m");
+  CHECK(l.ignoredFlags.empty());
+}
+
+TEST_CASE("flags: the sync-period flags follow the mode, ours win") {
+  Loaded l = load({{"iptables-sync-period", "1m"}, {"iptables-min-sync-period", "2s"}, {"ipvs-sync-period", "5m"}});
+  CHECK(l.config.nftables.syncPeriod == minutes(1));
+  CHECK(l.config.nftables.minSyncPeriod == seconds(2));
+  l = load({{"proxy-mode", "ipvs"}, {"iptables-sync-period", "1m"}, {"ipvs-sync-period", "5m"}, {"ipvs-min-sync-period", "3s"}});
+  CHECK(l.config.nftables.syncPeriod == minutes(5));
+  CHECK(l.config.nftables.minSyncPeriod == seconds(3));
+  l = load({{"iptables-sync-period", "1m"}, {"sync-period", "10s"}, {"min-sync-period", "0"}});
+  CHECK(l.config.nftables.syncPeriod == seconds(10));
+  CHECK(l.config.nftables.minSyncPeriod == seconds(0));  // a flag can say 0: sync on every change
+}
+
+TEST_CASE("flags: the deprecated --healthz-port/--metrics-port, without --config only") {
+  Loaded l = load({{"metrics-port", "0"}, {"healthz-bind-address", "10.0.0.1"}});
+  CHECK(l.config.metricsBindAddress == "");  // off
+  CHECK(l.config.healthzBindAddress == "10.0.0.1:10256");
+  l = load({{"healthz-port", "0"}, {"write-config-to", "/out"}});
+  CHECK(l.config.healthzBindAddress == "0.0.0.0:10256");  // not with --write-config-to
+}
+
+TEST_CASE("flags: beside --config, only --hostname-override, the logging flags and daemon flags count") {
+  ReadFile fs = files({{"/cfg", kIssueConfigMap}});
+  Loaded l = load({{"config", "/cfg"}, {"hostname-override", "  Node-7 "}, {"kubeconfig", "/kc"},
+                   {"cluster-cidr", "10.1.0.0/16"}, {"metrics-bind-address", "127.0.0.1:1"}, {"v", "4"},
+                   {"vmodule", "sync*=6"}, {"master", "https://api:6443"}, {"conntrack-max-per-core", "1"},
+                   {"init-only", "true"}},
+                  fs);
+  CHECK(l.config.hostnameOverride == "node-7");  // trimmed and lowercased, as upstream
+  CHECK(l.config.clientConnection.kubeconfig == "");  // --kubeconfig is ignored beside --config
+  CHECK(l.config.clusterCIDR == "10.244.0.0/16");
+  CHECK(l.config.metricsBindAddress == "0.0.0.0:10249");
+  CHECK(l.config.conntrack.maxPerCore == 32768);
+  CHECK(l.config.logging.verbosity == 4);
+  REQUIRE(l.config.logging.vmodule.size() == 1);
+  CHECK(l.config.logging.vmodule[0].filePattern == "sync*");
+  CHECK(l.options.master == "https://api:6443");  // --master applies either way
+  CHECK(l.options.initOnly);
+  CHECK(l.ignoredFlags == std::vector<std::string>{"--cluster-cidr", "--conntrack-max-per-core", "--kubeconfig",
+                                                   "--metrics-bind-address"});
+  // The file's own hostnameOverride and verbosity count when no flag says otherwise.
+  fs = files({{"/cfg", std::string(kHeader) + "hostnameOverride: from-file\nlogging: {verbosity: 2}\n"}});
+  l = load({{"config", "/cfg"}}, fs);
+  CHECK(l.config.hostnameOverride == "from-file");
+  CHECK(l.config.logging.verbosity == 2);
+  CHECK(loadErr({{"config", "/cfg"}, {"hostname-override", "   "}}, fs) == "--hostname-override: an empty (blank) value is invalid");
+}
+
+TEST_CASE("flags: bad flags, unreadable and bad files are one line naming the flag, file and field") {
+  CHECK(loadErr({{"kube-api-burst", "ten"}}) == "invalid value \"ten\" for --kube-api-burst: want a 32-bit integer");
+  CHECK(loadErr({{"sync-period", "5"}}) == "invalid value \"5\" for --sync-period: want a Go duration (0s, 250ms, 1m)");
+  CHECK(loadErr({{"config", "/nope"}}) == "--config=/nope: cannot read: No such file or directory");
+  ReadFile fs = files({{"/cfg", std::string(kHeader) + "conntrack: {maxPerCore: 1, mystery: 2}\n"},
+                       {"/bad", std::string(kHeader) + "oomScoreAdj: 5000\n"}});
+  CHECK(loadErr({{"config", "/cfg"}}, fs) == "--config=/cfg: unknown field \"conntrack.mystery\"");
+  CHECK(loadErr({{"config", "/bad"}}, fs) == "--config=/bad: oomScoreAdj: 5000: must be within the range [-1000, 1000]");
+  CHECK(loadErr({{"oom-score-adj", "5000"}}) == "invalid configuration: oomScoreAdj: 5000: must be within the range [-1000, 1000]");
+  CHECK(loadErr({{"no-such-flag", "1"}}) == "unknown flag --no-such-flag");
+}
+
+TEST_CASE("flags: --nodeport-addresses keeps today's leniency: a bad entry is skipped with a warning") {
+  Loaded l = load({{"nodeport-addresses", "not-a-cidr,10.0.0.0/8"}});
+  CHECK(l.config.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8"});
+  REQUIRE(l.warnings.size() == 1);
+  CHECK(l.warnings[0] == "--nodeport-addresses: \"not-a-cidr\" is not a CIDR; skipped");
+  l = load({{"nodeport-addresses", "primary"}});
+  CHECK(l.config.nodePortAddresses == std::vector<std::string>{"primary"});
+}
+
+TEST_CASE("config: the node name is the override, else the hostname, lowercased") {
+  ProxyConfig c;
+  CHECK(nodeName(c, "Host-A") == "host-a");
+  c.hostnameOverride = " Node-1 ";
+  CHECK(nodeName(c, "Host-A") == "node-1");
+  CHECK(validate(c).empty());
+  c.hostnameOverride = "  ";
+  REQUIRE(validate(c).size() == 1);
+  CHECK(validate(c)[0] == "hostnameOverride: \"  \": must not be blank");
+}
+
+TEST_CASE("config: every setting given that this daemon does not honour is one warning naming its field") {
+  ProxyConfig c = decodeOk(R"(
+mode: ipvs
+ipvs: {scheduler: wrr, strictARP: true, tcpTimeout: 5s}
+portRange: 30000-32767
+featureGates: {Gate1: true}
+enableProfiling: true
+showHiddenMetricsForVersion: "1.30"
+bindAddress: 10.0.0.9
+logging: {format: json}
+clientConnection: {contentType: application/yaml, acceptContentTypes: application/yaml}
+winkernel: {enableDSR: true}
+iptables: {snatNodeInternalIP: true}
+)");
+  REQUIRE(validate(c).empty());
+  std::vector<std::string> w = startupNotes(c).warnings;
+  const char* const fields[] = {"mode: \"ipvs\"", "ipvs.scheduler: \"wrr\" kept for later; not honoured", "ipvs.strictARP",
+                                "ipvs.tcpTimeout", "portRange: \"30000-32767\"", "featureGates.Gate1: true",
+                                "enableProfiling", "showHiddenMetricsForVersion", "bindAddress: \"10.0.0.9\"",
+                                "logging.format", "clientConnection.contentType", "clientConnection.acceptContentTypes",
+                                "winkernel.*", "iptables.snatNodeInternalIP"};
+  CHECK(w.size() == std::size(fields));
+  for (const char* f : fields) {
+    size_t n = 0;
+    for (const std::string& line : w) n += line.rfind(f, 0) == 0;
+    CHECK_MESSAGE(n == 1, f);
+  }
+  // The defaults and mode nftables: nothing to warn about.
+  CHECK(startupNotes(decodeOk("mode: nftables\n")).warnings.empty());
+  CHECK(startupNotes(ProxyConfig{}).warnings.empty());
+}
