@@ -213,7 +213,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
-  kpn::sync::runSyncLoop(loop, source, sigfd);
+  auto monitor = kpn::nft::TableMonitor::forTablesOf(renderer.skeleton());  // repairs outside damage
+  kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get());
   LOG(INFO) << "signal received; exiting with the ruleset in place";
   return 0;
 }

@@ -36,6 +36,7 @@ class StateSyncTarget : public SyncTarget {
   }
   const std::set<std::string>* lastChanges() const override { return syncer_.lastChanges(); }
   std::optional<std::chrono::nanoseconds> retryIn() const override { return syncer_.retryIn(); }
+  void kernelChanged() override { syncer_.kernelChanged(); }
 
  private:
   const Clock& clock_;

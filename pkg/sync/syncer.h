@@ -60,6 +60,11 @@ class Syncer {
   // Service keys ("ns/name") currently left out because the kernel refuses their rules.
   std::set<std::string> rejectedServices() const;
   const SyncFailureCounts& failureCounts() const { return failures_; }
+  // Someone else changed our tables (nft::TableMonitor): the next sync plans against a listing
+  // of the kernel (full), not against what we believe is committed.
+  void kernelChanged() {
+    if (mode_ == Mode::Incremental) mode_ = Mode::Full;
+  }
   // The families programmed (after the first sync: those the kernel runs nftables for).
   const std::set<nft::Family>& families() const { return families_; }
 
