@@ -28,6 +28,12 @@ class Runner {
   virtual ~Runner() = default;
   // One atomic transaction. An empty transaction is not sent.
   virtual RunResult commit(const Transaction& txn) = 0;
+  // What commit would answer, without applying anything: the kernel validates the whole batch
+  // and aborts it (nft --check). Finds the part of a rejected transaction that the kernel refuses.
+  virtual RunResult check(const Transaction& txn) = 0;
+  // Whether this kernel runs nftables for family f at all (a check of `add table`): upstream
+  // runs single-stack when one family's nftables is missing.
+  virtual RunResult probeFamily(Family f) = 0;
   // Start-up declarations that nft 1.0.6 JSON cannot express (typeof maps), in native syntax, in
   // their own transaction. Idempotent.
   virtual RunResult declareStatic(const Ruleset& rs) = 0;
@@ -51,6 +57,8 @@ class NftRunner : public Runner {
   explicit NftRunner(NftRunnerOptions options = {});
   ~NftRunner() override;
   RunResult commit(const Transaction& txn) override;
+  RunResult check(const Transaction& txn) override;
+  RunResult probeFamily(Family f) override;
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
@@ -62,6 +70,9 @@ class NftRunner : public Runner {
   void releaseIptablesHelper() { iptablesHelper_.recycle(); }
 
   int helperStarts() const { return helper_.starts(); }  // how many helpers ran so far
+  // Whether a commit by process `pid` was ours (a helper this runner started; nftables events
+  // name the committing process). Call from the thread that makes the runner's calls.
+  bool committedBy(pid_t pid) const { return helper_.startedRecently(pid) || iptablesHelper_.startedRecently(pid); }
 
  private:
   // After a commit this big the helper is recycled: libnftables keeps what it built (~13 MiB in
