@@ -145,6 +145,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   std::set<std::string> refused;
   if (!r.ok) {
     ++failures_.rejectedTransactions;
+    stats.transactionRejected = true;
     LOG(WARNING) << "nft rejected a transaction of " << stats.ops << " operations (" << r.error
                  << "); looking for the services it refuses";
     VLOG(4) << "rejected transaction:\n" << p.txn.toJson();
@@ -179,6 +180,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
       for (const auto& [owner, err] : bad) {
         auto retry = rejected_.reject(owner, std::chrono::steady_clock::now());
         ++failures_.serviceRejections;
+        ++stats.servicesRefusedNow;
         LOG(ERROR) << "Service " << serviceOfOwner(owner) << ": nft refuses its rules (" << err
                    << "); left out, everything else programmed; retrying in " << millis(retry) << " ms";
       }

@@ -28,10 +28,11 @@ struct SyncStats {
   double renderMs = 0, diffMs = 0, commitMs = 0;
   double afterMs = 0;  // bookkeeping once the rules are committed
   size_t rejectedServices = 0;  // left out of this sync because the kernel refuses their rules
+  bool transactionRejected = false;  // the kernel refused the first transaction as a whole
+  size_t servicesRefusedNow = 0;     // services this sync's bisection found refused
 };
 
-// Failure counts since start, for the kubeproxy_sync_proxy_rules_nftables_sync_failures_total
-// and kubeproxy_nftables_rejected_services metrics once pkg/metrics exists.
+// Failure counts since start (pkg/metrics counts the same from each SyncStats).
 struct SyncFailureCounts {
   uint64_t rejectedTransactions = 0;  // commits the kernel refused as a whole
   uint64_t serviceRejections = 0;     // services found refused by bisection, counted per finding
