@@ -142,7 +142,24 @@ RunResult FakeRunner::commit(const Transaction& txn) {
   if (!r.ok) return r;
   tables = std::move(next);
   ++commits;
+  ++gen;
   return {};
+}
+
+std::optional<uint32_t> FakeRunner::generation(std::string* error) {
+  ++fingerprintReads;
+  if (fingerprintFails) return *error = "Too many open files (injected)", std::nullopt;
+  return gen;
+}
+
+std::optional<std::map<TableId, TableCounts>> FakeRunner::tableCounts(const std::vector<TableId>& ids, std::string* error) {
+  if (fingerprintFails) return *error = "Too many open files (injected)", std::nullopt;
+  std::map<TableId, TableCounts> out;
+  for (const auto& id : ids) {
+    auto t = tables.find(tableKey(id.first, id.second));
+    out[id] = t == tables.end() ? TableCounts{} : TableCounts{t->second.chains.size(), t->second.sets.size()};
+  }
+  return out;
 }
 
 RunResult FakeRunner::applyAll(const Transaction& txn, std::map<std::string, FakeTable>& tables) const {

@@ -19,12 +19,17 @@ class FakeRunner : public Runner {
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
+  std::optional<uint32_t> generation(std::string* error) override;
+  std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables, std::string* error) override;
 
   int commits = 0;         // successful non-empty commits
   size_t lastOps = 0;      // operations in the last commit attempt
   bool failNext = false;   // the next commit fails as a kernel rejection would
   bool failAlways = false; // every commit fails so, until cleared
   int checks = 0;          // check() calls
+  uint32_t gen = 1;        // the ruleset generation: each commit bumps it (a test may too)
+  int fingerprintReads = 0;  // generation() calls
+  bool fingerprintFails = false;
   // Chains the kernel refuses to add (as for a conflict only the kernel sees): any transaction
   // adding one of them fails, in commit() and check() alike.
   std::set<std::string> rejectChains;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "nft/kernel_fingerprint.h"
 #include "nft/listing.h"
 #include "nft/model.h"
 #include "nft/transaction.h"
@@ -40,6 +41,11 @@ class Runner {
   // Our table as the kernel holds it; exists=false when absent.
   virtual RunResult list(Family f, const std::string& table, ListedTable* out) = 0;
   virtual RunResult deleteTable(Family f, const std::string& table) = 0;  // absent is fine
+  // The cheap kernel fingerprint (kernel_fingerprint.h): the ruleset generation, and chain and
+  // set counts of `tables`. nullopt with *error when the kernel cannot be asked.
+  virtual std::optional<uint32_t> generation(std::string* error) = 0;
+  virtual std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables,
+                                                                    std::string* error) = 0;
 };
 
 // libnftables in a supervised helper process (nft_helper.h): a crash or exit() inside it fails one
@@ -62,6 +68,12 @@ class NftRunner : public Runner {
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
+  // Read in this process over a plain netlink socket: no libnftables, no cache.
+  std::optional<uint32_t> generation(std::string* error) override { return readGeneration(error); }
+  std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables,
+                                                            std::string* error) override {
+    return readTableCounts(tables, error);
+  }
   // A JSON command batch for the iptables-nft tables (ip/ip6 nat, filter, mangle: upstream's
   // iptables-mode leftovers), in a helper of its own; *output gets what it printed.
   RunResult runJson(const std::string& json, std::string* output);

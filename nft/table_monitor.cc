@@ -1,11 +1,12 @@
 #include "nft/table_monitor.h"
 
+#include "nft/nfnetlink.h"
+
 #include <glog/logging.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
-#include <endian.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,31 +24,10 @@ int nfprotoOf(Family f) { return f == Family::IPv4 ? NFPROTO_IPV4 : NFPROTO_IPV6
 // NFTA_RULE_TABLE, NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE, NFTA_FLOWTABLE_TABLE) is the table.
 constexpr int kTableAttr = 1;
 
-const nlattr* findAttr(const nlmsghdr* h, int type) {
-  const char* p = reinterpret_cast<const char*>(NLMSG_DATA(h)) + NLMSG_ALIGN(sizeof(nfgenmsg));
-  const char* end = reinterpret_cast<const char*>(h) + h->nlmsg_len;
-  while (p + NLA_HDRLEN <= end) {
-    const auto* a = reinterpret_cast<const nlattr*>(p);
-    if (a->nla_len < NLA_HDRLEN || p + a->nla_len > end) return nullptr;
-    if ((a->nla_type & NLA_TYPE_MASK) == type) return a;
-    p += NLA_ALIGN(a->nla_len);
-  }
-  return nullptr;
-}
-
-std::string stringAttr(const nlattr* a) {
-  const char* s = reinterpret_cast<const char*>(a) + NLA_HDRLEN;
-  size_t n = a->nla_len - NLA_HDRLEN;
-  return std::string(s, strnlen(s, n));
-}
-
 // The generation event names the thread that committed (0 when it does not say).
 uint32_t committerOf(const nlmsghdr* h) {
-  const nlattr* pid = findAttr(h, NFTA_GEN_PROC_PID);
-  if (!pid || pid->nla_len < NLA_HDRLEN + 4) return 0;
-  uint32_t be;
-  std::memcpy(&be, reinterpret_cast<const char*>(pid) + NLA_HDRLEN, 4);
-  return be32toh(be);
+  const nlattr* pid = nfnl::findAttr(h, NFTA_GEN_PROC_PID);
+  return pid ? nfnl::be32Attr(pid) : 0;
 }
 
 }  // namespace
@@ -122,8 +102,8 @@ bool TableMonitor::drain() {
       }
       if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nfgenmsg))) continue;
       const auto* g = reinterpret_cast<const nfgenmsg*>(NLMSG_DATA(h));
-      const nlattr* t = findAttr(h, kTableAttr);
-      if (t && ours(g->nfgen_family, stringAttr(t))) batchTouchesOurs_ = true;
+      const nlattr* t = nfnl::findAttr(h, kTableAttr);
+      if (t && ours(g->nfgen_family, nfnl::stringAttr(t))) batchTouchesOurs_ = true;
     }
   }
   return damaged;

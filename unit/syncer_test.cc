@@ -211,3 +211,69 @@ TEST_CASE("syncer: a start-up over another layout's table (a base chain on anoth
   CHECK(after.sets.at("service-ips").elements == std::map<std::string, std::pair<std::string, std::vector<std::string>>>{ours});
   CHECK(restarted.sync(st).ops == 0);
 }
+
+// Defect 6 of issue 11: a periodic sync checks a cheap kernel fingerprint (the generation, our
+// tables' chain and set counts) and goes full when our tables were changed from outside.
+TEST_CASE("syncer: a periodic sync whose kernel fingerprint differs goes full and repairs; another table's commit does not") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  sync::Syncer syncer(renderer, kernel);
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  REQUIRE(syncer.sync(st).ok);
+  auto& table = kernel.tables["ip kube-proxy"];
+  const size_t chains = table.chains.size();
+
+  // Nobody committed: the generation alone says so.
+  int reads = kernel.fingerprintReads;
+  auto s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+  CHECK(kernel.fingerprintReads == reads + 1);
+
+  // Someone committed to another table: the generation moved, our counts did not.
+  ++kernel.gen;
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+  CHECK(syncer.fingerprintMismatches() == 0);
+
+  // Someone deleted one of our chains (the pick chain web uses) and its references.
+  std::string victim;
+  for (const auto& [name, hook] : table.chains)
+    if (name.rfind("pick-", 0) == 0) victim = name;
+  REQUIRE_FALSE(victim.empty());
+  table.chains.erase(victim);
+  table.rules.erase(victim);
+  ++kernel.gen;
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK(s.full);
+  CHECK(syncer.fingerprintMismatches() == 1);
+  CHECK(kernel.tables["ip kube-proxy"].chains.count(victim) == 1);
+  CHECK(kernel.tables["ip kube-proxy"].chains.size() == chains);
+
+  // A kernel that cannot be asked (no descriptor left) changes nothing: incremental as before.
+  kernel.fingerprintFails = true;
+  ++kernel.gen;
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+}
+
+TEST_CASE("syncer: a sync with changes to make does not read the fingerprint first") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  sync::Syncer syncer(renderer, kernel);
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  REQUIRE(syncer.sync(st).ok);
+  ++kernel.gen;  // would be checked by a periodic sync
+  int reads = kernel.fingerprintReads;
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  auto s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+  CHECK(kernel.fingerprintReads == reads + 1);  // only the one taken after the commit
+}

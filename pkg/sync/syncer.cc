@@ -39,6 +39,58 @@ void Syncer::probeFamilies() {
   families_ = std::move(supported);
 }
 
+std::vector<nft::TableId> Syncer::ourTables() const {
+  std::vector<nft::TableId> out;
+  for (const nft::Table& t : renderer_.skeleton().tables)
+    if (families_.count(t.family)) out.emplace_back(t.family, t.name);
+  return out;
+}
+
+// After each commit of ours. Someone else committing between our commit and this read is folded
+// into the fingerprint; the table monitor's events cover that window.
+void Syncer::takeFingerprint() {
+  std::string error;
+  auto gen = runner_.generation(&error);
+  auto counts = gen ? runner_.tableCounts(ourTables(), &error) : std::nullopt;
+  if (!counts) {
+    VLOG(2) << "no kernel fingerprint (" << error << "); the next periodic sync cannot check it";
+    fingerprint_.reset();
+    return;
+  }
+  fingerprint_ = nft::KernelFingerprint{*gen, std::move(*counts)};
+}
+
+// A sync with nothing to do: is the kernel still what we committed? The generation alone says
+// "nobody committed"; when it moved (any table, anyone), our tables' chain and set counts decide.
+bool Syncer::fingerprintDiffers() {
+  if (!fingerprint_) return false;
+  std::string error;
+  auto gen = runner_.generation(&error);
+  if (!gen) {
+    VLOG(2) << "cannot read the kernel's generation (" << error << ")";
+    return false;
+  }
+  if (*gen == fingerprint_->generation) return false;
+  auto counts = runner_.tableCounts(ourTables(), &error);
+  if (!counts) {
+    VLOG(2) << "cannot count our tables' chains and sets (" << error << ")";
+    return false;
+  }
+  if (*counts == fingerprint_->tables) {
+    fingerprint_->generation = *gen;  // someone else's commit, elsewhere
+    return false;
+  }
+  for (const auto& [id, was] : fingerprint_->tables) {
+    const nft::TableCounts& now = (*counts)[id];
+    if (!(now == was))
+      LOG(WARNING) << "table " << nft::familyName(id.first) << " " << id.second << " has " << now.chains << " chains and "
+                   << now.sets << " sets, " << was.chains << " and " << was.sets
+                   << " after our last commit: changed from outside; this sync is full";
+  }
+  ++fingerprintMismatches_;
+  return true;
+}
+
 // Aligned with the skeleton's tables; a family we do not program gets an empty entry.
 bool Syncer::listKernel(std::vector<nft::ListedTable>& out) {
   out.clear();
@@ -91,6 +143,8 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   st.nodeChanged = false;
   st.serviceCIDRsChanged = false;
   if (!familiesProbed_) probeFamilies();
+  // Nothing changed on our side (a periodic sync, or a retry): check the kernel is as we left it.
+  if (mode_ == Mode::Incremental && changed.empty() && fingerprintDiffers()) mode_ = Mode::Full;
   const bool allFamilies = families_.size() == renderer_.skeleton().tables.size();
 
   std::vector<nft::ListedTable> kernel;
@@ -209,6 +263,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     }
   }
   stats.rejectedServices = rejected_.size();
+  if (!p.txn.empty() || !fingerprint_) takeFingerprint();
   nft::applyCommitted(committed_, desired == &rendered ? rendered : std::move(filtered), p);
   lastWasIncremental_ = mode_ == Mode::Incremental && refused.empty();
   lastChanges_ = std::move(changed);

@@ -66,6 +66,8 @@ class Syncer {
   void kernelChanged() {
     if (mode_ == Mode::Incremental) mode_ = Mode::Full;
   }
+  // How many syncs found the kernel fingerprint changed under us and went full.
+  uint64_t fingerprintMismatches() const { return fingerprintMismatches_; }
   // The families programmed (after the first sync: those the kernel runs nftables for).
   const std::set<nft::Family>& families() const { return families_; }
 
@@ -73,6 +75,9 @@ class Syncer {
   enum class Mode { Startup, Incremental, Full };
   bool listKernel(std::vector<nft::ListedTable>& out);
   void probeFamilies();
+  std::vector<nft::TableId> ourTables() const;
+  void takeFingerprint();
+  bool fingerprintDiffers();
   nft::Plan plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
                  const std::set<std::string>* onlyOwners, SyncStats::Plan* how = nullptr) const;
   render::Renderer& renderer_;
@@ -83,6 +88,8 @@ class Syncer {
   bool lastWasIncremental_ = false;
   bool familiesProbed_ = false;
   std::set<nft::Family> families_;  // supported
+  std::optional<nft::KernelFingerprint> fingerprint_;  // after our last commit
+  uint64_t fingerprintMismatches_ = 0;
   RetryBook rejected_;
   SyncFailureCounts failures_;
   std::function<bool()> afterCommit_;
