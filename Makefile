@@ -7,7 +7,7 @@ CPPFLAGS += -I.
 # The libnftnl interposers of nft/typeof_guard.cc and nft/cache_scope.cc must be in the dynamic
 # symbol table for libnftables to call them.
 LDFLAGS  += -Wl,--export-dynamic-symbol=nftnl_set_get_data -Wl,--export-dynamic-symbol='nftnl_*_nlmsg_parse'
-LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -pthread
+LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -lnetfilter_conntrack -pthread
 
 BUILD    := build
 # SANITIZE=1 (with its own BUILD dir, see `unit-asan`): AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -20,6 +20,7 @@ LDFLAGS  += -fsanitize=address,undefined
 endif
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
 PYTHON   := /usr/bin/python3
+NPROC    := $(shell nproc)
 LIB_SRCS := $(sort $(wildcard nft/*.cc pkg/*/*.cc))
 LIB_OBJS := $(LIB_SRCS:%.cc=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(sort $(wildcard unit/*.cc))
@@ -34,7 +35,8 @@ FOREIGN_TABLES := $(BUILD)/foreign-tables
 # Debian packages the build, the tests and the demo need.
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
-            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables libnftnl-dev libmnl-dev clang
+            python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables libnftnl-dev libmnl-dev clang \
+            libnetfilter-conntrack-dev
 
 # libFuzzer targets (unit/fuzz/*.cc), built with Debian's clang with ASan + UBSan. `make fuzz`
 # runs each for FUZZ_SECONDS from a seed corpus taken from the tests (unit/fuzz/seeds.py); the
@@ -48,7 +50,7 @@ FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc p
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 
-.PHONY: all deps test unit unit-asan e2e chaos demo bench fuzz image clean
+.PHONY: all deps test unit unit-asan e2e chaos demo bench bench-conntrack fuzz image clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -108,18 +110,23 @@ $(FOREIGN_TABLES): e2e/foreign_tables.c
 unit: deps $(UNIT_BIN)
 	$(UNIT_BIN)
 
-# The unit tests again with AddressSanitizer + UndefinedBehaviorSanitizer, in their own build dir.
+# The unit tests with AddressSanitizer + UndefinedBehaviorSanitizer (and LeakSanitizer), in their
+# own build dir. `make test` runs them this way.
 ASAN_BUILD := build/asan
+ASAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 unit-asan: deps
-	$(MAKE) BUILD=$(ASAN_BUILD) SANITIZE=1 $(ASAN_BUILD)/unit-tests
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(ASAN_BUILD)/unit-tests
+	$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(ASAN_BUILD) SANITIZE=1 $(ASAN_BUILD)/unit-tests
+	$(ASAN_ENV) $(ASAN_BUILD)/unit-tests
 
 e2e: deps $(BIN) $(FOREIGN_TABLES)
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
-# Unit tests first (no root), then the real-kernel scenarios; pytest's summary line ends the run.
-test: deps $(BIN) $(UNIT_BIN) $(FOREIGN_TABLES)
-	$(UNIT_BIN)
+# The README's test command, and CI's. Packages first, then the daemon and the sanitized unit
+# tests, each built in parallel (CI calls plain `make test`); the unit tests run under ASan +
+# UBSan + LSan (no root), then the real-kernel scenarios; pytest's summary line ends the run.
+test: deps
+	$(MAKE) --no-print-directory -j$(NPROC) $(BIN) $(FOREIGN_TABLES)
+	$(MAKE) --no-print-directory unit-asan
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # For bench/libnftables_cache_cost.py: the cache-scope interposers as an LD_PRELOAD library.
@@ -133,9 +140,19 @@ chaos: deps $(BIN) $(FOREIGN_TABLES)
 demo: deps $(BIN)
 	bash examples/demo.sh
 
+# The UDP conntrack reconciler against a real conntrack table in a namespace of its own
+# (bench/conntrack_bench.cc): 10k UDP services, 100k UDP entries (10k stale), 50k TCP entries.
+$(BUILD)/conntrack-bench: bench/conntrack_bench.cc $(BUILD)/libkpn.a
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench-conntrack: deps $(BIN) $(BUILD)/conntrack-bench
+	unshare -n $(BUILD)/conntrack-bench --services 10000 --entries 100000 --stale 10000 --tcp 50000
+	$(PYTHON) bench/conntrack_daemon_bench.py --binary $(BIN)
+
 # BASELINE=path/to/an/older/kube-proxy-nft adds that binary's ClusterIP numbers to the same run.
 bench: deps $(BIN)
 	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
+	$(MAKE) --no-print-directory bench-conntrack
 
 # The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed), then a
 # check that it starts the binary. KPN_IMAGE_BASE=debootstrap: no registry reachable, the Debian

@@ -4,6 +4,7 @@ several untouched services; every attempt counts, nothing is retried.
 
   - 1000 endpoint changes of other services        -> 0 failed connections
   - kill -9 every 3 s for a minute, restarted       -> 0 failed connections
+  - the API server down 5 minutes, then back        -> 0 failed connections, the next change lands
   - 100 000 endpoint changes                        -> daemon RSS, helper RSS and open fds flat
                                                        (the curve is printed)
   - an agent fighting over one service's key for    -> 0 failed connections, every other service
@@ -14,6 +15,7 @@ several untouched services; every attempt counts, nothing is retried.
 Run: make chaos (or KPN_TEST_TIME_LIMIT=3600 python3 -m pytest -v -s e2e/chaos_scenarios.py)."""
 import os
 import random
+import re
 import threading
 import time
 
@@ -236,3 +238,52 @@ def test_chaos_nft_flush_ruleset_is_repaired_within_2s_every_time(lab):
         outside = [f for f in st["failures"] if not any(a <= origin + f[0] <= b for a, b in windows)]
         assert outside == [], f"failures outside the repair windows: {outside[:10]}"
     assert d.failed_syncs() == [] and d.alive()
+
+
+def test_chaos_apiserver_down_5_minutes_never_disturbs_traffic_and_recovers(lab):
+    """The API server goes away for KPN_CHAOS_APISERVER_DOWN_S (default 300 s): the table stays as
+    it is and keeps serving, the daemon keeps retrying with backoff (capped at 30 s), and once the
+    server is back it resumes its watches and programs the next change."""
+    from apiserver_lab import ApiServer
+    from test_60_kube_api import start_with_kubeconfig, who_answers, web
+
+    down_s = float(os.environ.get("KPN_CHAOS_APISERVER_DOWN_S", "300"))
+    api = ApiServer(lab)
+    client = lab.add_pod("client")
+    steady = lab.add_backends(2, tcp=[8080], udp=[], name="steady")
+    c1, c2 = lab.add_backends(2, tcp=[8080], udp=[], name="churn")
+    objs = [node_object()] + web("churn", "10.96.6.1", [c1])
+    for i, ip in enumerate(UNTOUCHED):
+        objs += web(f"steady{i}", ip, steady)
+    api.create(objs)
+    d = start_with_kubeconfig(lab, api)
+    api.wait_watches(4)
+    loops = [lab.agent(client) for _ in UNTOUCHED]
+    for a, ip in zip(loops, UNTOUCHED):
+        a.loop_start(ip, 80)
+    t0 = time.monotonic()
+    api.stop()
+    deadline = time.monotonic() + down_s
+    syncs_before = len(d.syncs())
+    while time.monotonic() < deadline:  # the outage itself: its length is the scenario
+        assert d.alive(), d.tail()
+        time.sleep(1)
+    down_for = time.monotonic() - t0
+    assert not [s for s in d.syncs()[syncs_before:] if s["ops"]], "an outage changed the kernel"
+    stop_loops(loops, t0)
+    failed = len(re.findall(r"(?:list|watch) to \S+ failed: ", d.stderr()))
+    # Four resources, backoff 0.5 s doubling to 30 s: about 4 x (6 + down_s / 30) attempts.
+    assert 4 <= failed <= 4 * (10 + down_s / 20), f"{failed} failed requests: no retries, or the backoff does not hold"
+    print(f"API server down {down_for:.0f} s; {failed} failed requests from the daemon")
+
+    api.restart()
+    t_back = time.monotonic()
+    api.wait_watches(4, timeout=45)  # within one backoff period (30 s) plus jitter
+    resumed_in = time.monotonic() - t_back
+    with d.change(timeout=30):
+        api.replace([endpoint_slice("churn", [c2.v4], [("http", 8080, "TCP")])])
+    probe = lab.agent(client)
+    assert who_answers(probe, "10.96.6.1") == ({c2.v4}, [])
+    for ip in UNTOUCHED:
+        assert who_answers(probe, ip)[1] == [], ip
+    print(f"watches resumed {resumed_in:.1f} s after the API server came back; the next change programmed")

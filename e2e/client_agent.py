@@ -13,7 +13,7 @@ Requests:
         opens a NEW TCP connection every `interval` seconds in a background thread
   {"op": "loop_stats"} / {"op": "loop_stop"}
         -> {"attempts", "ok", "failures": [[t, err]], "answers": {answer: n}, "max_ms", "elapsed"}
-  {"op": "udp_open", "id", "host", "port"} / {"op": "udp_ask", "id", "timeout"?} -> {"result"}
+  {"op": "udp_open", "id", "host", "port", "sport"?} / {"op": "udp_ask", "id", "timeout"?} -> {"result"}
         one long-lived connected UDP socket (a single conntrack flow) asked repeatedly
   {"op": "stream_start", "id", "host", "port", "interval"?} / {"op": "stream_stop", "id"}
         ONE long-lived TCP connection (an echo_server --stream port) exchanging a numbered line
@@ -262,6 +262,9 @@ def handle(req, state):
         return loop.stop()
     if op == "udp_open":  # one connected UDP socket kept across requests: one conntrack flow
         s = socket.socket(family(req["host"]), socket.SOCK_DGRAM)
+        if req.get("sport"):  # a fixed source port: the same flow even across a new socket
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("::" if ":" in req["host"] else "0.0.0.0", req["sport"]))
         s.connect((req["host"], req["port"]))
         state.setdefault("udp", {})[req["id"]] = s
         return {"ok": True}

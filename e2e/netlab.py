@@ -377,8 +377,8 @@ class Agent:
     def loop_stop(self):
         return self.call(op="loop_stop")
 
-    def udp_open(self, sid, host, port):
-        self.call(op="udp_open", id=sid, host=host, port=port)
+    def udp_open(self, sid, host, port, sport=None):
+        self.call(op="udp_open", id=sid, host=host, port=port, **({"sport": sport} if sport else {}))
 
     def udp_ask(self, sid, timeout=2.0):
         return self.call(op="udp_ask", id=sid, timeout=timeout)["result"]

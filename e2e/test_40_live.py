@@ -228,27 +228,140 @@ def test_configmap_style_symlink_swap_in_the_folder_is_followed(lab):
     assert not errs and set(own) == {e2.v4}, f"after the ..data swap: {own} {errs}"
 
 
-@beyond_contract
-def test_udp_flow_pinned_to_a_removed_endpoint_is_cleared(lab):
+CT_RE = re.compile(r"^udp\s+\d+\s+\d+\s+.*?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+) .*?"
+                   r"src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+).*?id=(\d+)")
+
+
+def udp_flows(lab, family):
+    """The node's UDP conntrack entries of one family: {(orig src, orig dst, sport, dport): (reply src, id)}."""
+    out = netlab.sh(["conntrack", "-L", "-p", "udp", "-f", family, "-o", "id"], ns=lab.node, check=False).stdout
+    flows = {}
+    for line in out.splitlines():
+        m = CT_RE.match(line)
+        if m:
+            flows[(m[1], m[2], int(m[3]), int(m[4]))] = (m[5], m[9])
+    return flows
+
+
+@pytest.mark.parametrize("family", ["ipv4", "ipv6"])
+def test_udp_flow_pinned_to_a_removed_endpoint_is_cleared(lab, family):
     """Upstream deletes conntrack entries of UDP flows to endpoints that went away; otherwise a
-    client that keeps its socket (DNS resolvers do) talks to the removed endpoint forever."""
+    client that keeps its socket (DNS resolvers do) talks to the removed endpoint forever. The
+    daemon's reconciler does it right after the sync that removed the endpoint; flows that are not
+    to that service (another service, a pod directly) keep their entries."""
+    v6 = family == "ipv6"
     client = lab.add_pod("client")
-    e1, e2 = lab.add_backends(2, tcp=[], udp=[5353])
+    e1, e2, e3 = lab.add_backends(3, tcp=[], udp=[5353])
+    ip = (lambda p: p.v6) if v6 else (lambda p: p.v4)
+    dns_vip, other_vip = ("fd00:10:96::1:70", "fd00:10:96::1:71") if v6 else ("10.96.1.70", "10.96.1.71")
     dns = [("dns", 53, "UDP", 5353)]
-    lab.manifests.write("dns.yaml", [service("dns", dns, ["10.96.1.70"]),
-                                     endpoint_slice("dns", [e1.v4], [("dns", 5353, "UDP")])])
+    addr_type = "IPv6" if v6 else "IPv4"
+
+    def files(ep):
+        return [service("dns", dns, [dns_vip]), endpoint_slice("dns", [ip(ep)], [("dns", 5353, "UDP")], address_type=addr_type),
+                service("other", dns, [other_vip]),
+                endpoint_slice("other", [ip(e3)], [("dns", 5353, "UDP")], address_type=addr_type)]
+
+    lab.manifests.write("dns.yaml", files(e1))
     d = lab.start_daemon()
     cli = lab.agent(client)
-    cli.udp_open("s", "10.96.1.70", 53)
-    assert cli.udp_ask("s") == f"{e1.v4} {client.v4}"
-    with d.change():
-        lab.manifests.write("dns.yaml", [service("dns", dns, ["10.96.1.70"]),
-                                         endpoint_slice("dns", [e2.v4], [("dns", 5353, "UDP")])])
-    time.sleep(0.5)
+    cli.udp_open("s", dns_vip, 53, sport=40053)           # the client under test, fixed source port
+    cli.udp_open("other", other_vip, 53, sport=40054)     # an untouched service
+    cli.udp_open("direct", ip(e1), 5353, sport=40055)     # straight to the pod that leaves the service
+    assert cli.udp_ask("s") == f"{ip(e1)} {ip(client)}"
+    assert cli.udp_ask("other") == f"{ip(e3)} {ip(client)}"
+    assert cli.udp_ask("direct") == f"{ip(e1)} {ip(client)}"
+    flow = (ip(client), dns_vip, 40053, 53)
+    other = (ip(client), other_vip, 40054, 53)
+    direct = (ip(client), ip(e1), 40055, 5353)
+    before = udp_flows(lab, family)
+    assert before.get(flow, (None,))[0] == ip(e1), f"no entry of the flow to {ip(e1)}: {before}"
+    assert other in before and direct in before, before
+
+    r = {}
+    with d.change(result=r):
+        lab.manifests.write("dns.yaml", files(e2))
+    synced = len(d.syncs())
+    # The cleanup follows that one sync on its own thread: wait for the entry to go (bounded).
+    deadline = time.monotonic() + 5
+    while flow in udp_flows(lab, family) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    after = udp_flows(lab, family)
+    assert flow not in after, f"the stale entry of {flow} is still there: {after}"
+    assert len(d.syncs()) == synced, "the entry went only after a later sync"
+    assert "conntrack reconcile family=" + ("IPv6" if v6 else "IPv4") in d.stderr()
+    # Untouched: the same entries (same conntrack ids), not deleted and re-created.
+    assert after.get(other) == before[other], f"the other service's flow was disturbed: {after}"
+    assert after.get(direct) == before[direct], f"the direct pod flow was disturbed: {after}"
+    # The same socket, the same source port: its next packets reach the live endpoint.
     res = [cli.udp_ask("s") for _ in range(3)]
-    print(res, lab.conntrack("udp"))
-    assert all(r == f"{e2.v4} {client.v4}" for r in res), \
-        f"the same UDP flow still reaches the removed endpoint {e1.v4}: {res}"
+    assert all(x == f"{ip(e2)} {ip(client)}" for x in res), \
+        f"the same UDP flow still reaches the removed endpoint {ip(e1)}: {res}"
+    assert udp_flows(lab, family).get(flow, (None,))[0] == ip(e2)
+    assert cli.udp_ask("other") == f"{ip(e3)} {ip(client)}"
+
+
+def test_udp_flow_that_predates_its_service_reaches_the_first_endpoint(lab):
+    """A client that sends before its service is programmed (a resolver retrying at boot) leaves a
+    conntrack entry whose reply source is the VIP itself: the packet went out un-DNATed. Its later
+    packets match that entry (not new: no DNAT) and vanish until it times out. Once the service has
+    endpoints the entry goes (upstream's reconciler does the same: the reply source is no endpoint),
+    and the same socket reaches the endpoint. (A packet rejected for lack of endpoints leaves no
+    entry: it is dropped before conntrack confirms it.)"""
+    client = lab.add_pod("client")
+    (e1,) = lab.add_backends(1, tcp=[], udp=[5353])
+    dns = [("dns", 53, "UDP", 5353)]
+    lab.manifests.write("other.yaml", [service("other", dns, ["10.96.1.73"])])
+    d = lab.start_daemon()
+    cli = lab.agent(client)
+    cli.udp_open("s", "10.96.1.72", 53, sport=40072)
+    assert cli.udp_ask("s", timeout=0.5).startswith("ERR:")
+    flow = (client.v4, "10.96.1.72", 40072, 53)
+    assert udp_flows(lab, "ipv4").get(flow, (None,))[0] == "10.96.1.72", udp_flows(lab, "ipv4")
+    with d.change():
+        lab.manifests.write("dns.yaml", [service("dns", dns, ["10.96.1.72"]),
+                                         endpoint_slice("dns", [e1.v4], [("dns", 5353, "UDP")])])
+    deadline = time.monotonic() + 5
+    while udp_flows(lab, "ipv4").get(flow, (None,))[0] == "10.96.1.72" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert udp_flows(lab, "ipv4").get(flow, (None,))[0] != "10.96.1.72", "the un-DNATed entry is still there"
+    assert cli.udp_ask("s") == f"{e1.v4} {client.v4}"
+
+
+METRICS = ("import urllib.request; "
+           "print(urllib.request.urlopen('http://127.0.0.1:10249/metrics', timeout=5).read().decode())")
+
+
+def test_udp_flow_to_a_nodeport_leaves_its_removed_endpoint_and_the_metric_counts_it(lab):
+    """The NodePort side of the rule (any node address, the nodePort): an outside client's flow
+    to a removed endpoint goes after the sync, and kubeproxy_conntrack_reconciler_* say so."""
+    client = lab.add_external_client()
+    e1, e2 = lab.add_backends(2, tcp=[], udp=[5353])
+    dns = [("dns", 53, "UDP", 5353, 30053)]
+
+    def files(ep):
+        return [service("dns", dns, ["10.96.1.74"], type="NodePort"),
+                endpoint_slice("dns", [ep.v4], [("dns", 5353, "UDP")])]
+
+    lab.manifests.write("dns.yaml", files(e1))
+    d = lab.start_daemon()
+    cli = lab.agent(client)
+    cli.udp_open("s", netlab.NODE_V4, 30053, sport=40074)
+    assert cli.udp_ask("s").split()[0] == e1.v4
+    flow = (client.v4, netlab.NODE_V4, 40074, 30053)
+    assert udp_flows(lab, "ipv4").get(flow, (None,))[0] == e1.v4, udp_flows(lab, "ipv4")
+    with d.change():
+        lab.manifests.write("dns.yaml", files(e2))
+    deadline = time.monotonic() + 5
+    while udp_flows(lab, "ipv4").get(flow, (None,))[0] == e1.v4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert udp_flows(lab, "ipv4").get(flow, (None,))[0] != e1.v4, "the NodePort flow still goes to the removed endpoint"
+    assert cli.udp_ask("s").split()[0] == e2.v4
+    text = netlab.sh([netlab.PY, "-c", METRICS], ns=lab.node).stdout
+    deleted = re.search(r'^kubeproxy_conntrack_reconciler_deleted_entries_total\{ip_family="IPv4"\} (\S+)$', text, re.M)
+    assert deleted and float(deleted[1]) >= 1, text[-3000:]
+    passes = re.search(r'^kubeproxy_conntrack_reconciler_sync_duration_seconds_count\{ip_family="IPv4"\} (\S+)$', text, re.M)
+    assert passes and float(passes[1]) >= 1
 
 
 def test_periodic_syncs_repair_a_table_damaged_by_someone_else(lab):

@@ -15,7 +15,11 @@ EvalTable tableFromModel(const Table& t) {
       if (c.hook) tc.hook = c.hook;
       for (const auto& r : c.rules) tc.rules.push_back({r.exprJson, r.text, r.comment});
     }
-    for (const auto& e : part->elements) out.sets[e.set.str()].elements.emplace_back(e.key, e.value);
+    for (const auto& e : part->elements) {
+      TableSet& ts = out.sets[e.set.str()];
+      ts.elements.emplace_back(e.key, e.value);
+      if (!e.comment.empty()) ts.comments.emplace(e.key, e.comment);
+    }
   }
   return out;
 }
@@ -33,6 +37,7 @@ EvalTable tableFromListing(Family family, const std::string& name, const ListedT
   for (const auto& [setName, s] : t.sets) {
     TableSet& ts = out.sets[setName];
     for (const auto& [k, v] : s.elements) ts.elements.emplace_back(k, v);
+    ts.comments = s.comments;
   }
   return out;
 }

@@ -28,6 +28,7 @@ struct TableChain {
 
 struct TableSet {
   std::vector<std::pair<std::string, std::string>> elements;  // key JSON, value JSON ("" for sets)
+  std::map<std::string, std::string, std::less<>> comments;   // key JSON -> comment, where it has one
 };
 
 struct EvalTable {

@@ -12,6 +12,8 @@
 #include <unordered_map>
 
 #include "nft/eval_value.h"
+#include "nft/expr.h"
+#include "nft/rule_text.h"
 
 namespace kpn::nft::eval {
 
@@ -181,6 +183,7 @@ class Run {
       c.notes = notes_;
       c.notes.push_back(std::string("unsupported: ") + u.what());
       c.path = std::move(path_);
+      c.chains = std::move(chains_);
       return c;
     }
     c.verdict = f == Flow::Accept ? Verdict::Accept : f == Flow::Drop ? Verdict::Drop : Verdict::Reject;
@@ -191,6 +194,7 @@ class Run {
     c.sourceSeen = pkt_.saddr;
     c.notes = std::move(notes_);
     c.path = std::move(path_);
+    c.chains = std::move(chains_);
     return c;
   }
 
@@ -203,7 +207,7 @@ class Run {
       bool local = isLocal(pkt_.daddr);
       oifname_ = outputInterface();
       path_.push_back({"routing", "", "", local ? "local destination " + pkt_.daddr + ": input"
-                                                : "forward to " + pkt_.daddr + " via " + oifname_});
+                                                : "forward to " + pkt_.daddr + " via " + oifname_, "", {}});
       if (local) return hook("input") ? Flow::Accept : flow_;
       if (!hook("forward")) return flow_;
       return hook("postrouting") ? Flow::Accept : flow_;
@@ -213,7 +217,7 @@ class Run {
     if (!hook("postrouting")) return flow_;
     if (isLocal(pkt_.daddr)) {
       // Looped back through lo: prerouting (its nat chains already had their turn) and input.
-      path_.push_back({"routing", "", "", "local destination " + pkt_.daddr + ": looped back to input"});
+      path_.push_back({"routing", "", "", "local destination " + pkt_.daddr + ": looped back to input", "", {}});
       iifname_ = "lo";
       if (!hook("prerouting")) return flow_;
       return hook("input") ? Flow::Accept : flow_;
@@ -300,6 +304,7 @@ class Run {
         case RuleResult::Reject: return Flow::Reject;
       }
     }
+    seenIn(base.chain->name);  // the base chain's policy
     return Flow::Accept;  // our model has no policy: accept, as ours are
   }
 
@@ -311,6 +316,25 @@ class Run {
       if (slot->HasParseError()) throw Unsupported("unreadable JSON: " + json.substr(0, 80));
     }
     return *slot;
+  }
+
+  void seenIn(const std::string& chain) {
+    if (chains_.empty() || chains_.back() != chain) chains_.push_back(chain);
+  }
+
+  const TableSet& setNamed(const EvalTable& t, const std::string& name) {
+    auto it = t.sets.find(name);
+    if (it == t.sets.end()) throw Unsupported("a lookup in @" + name + ", which does not exist");
+    return it->second;
+  }
+
+  // Notes the element a named set or map lookup found, for the step of the rule.
+  void recordLookup(const std::string& name, const TableSet& set, const Value& key, rapidjson::SizeType pos) {
+    if (pos >= set.elements.size()) return;
+    const auto& [keyJson, valueJson] = set.elements[pos];
+    auto comment = set.comments.find(keyJson);
+    lookups_.push_back({name, valueText(key), exprText(keyJson), valueJson.empty() ? "" : exprText(valueJson),
+                        comment == set.comments.end() ? "" : comment->second});
   }
 
   // A set's elements as one parsed array of [key, value] pairs.
@@ -336,8 +360,12 @@ class Run {
   const JValue* find(const EvalTable& t, const Value& v, const JValue& setExpr, const JValue** data) {
     const JValue* elems = nullptr;
     if (isSetRef(setExpr)) {
-      elems = &setElements(t, setExpr.GetString() + 1);
-      return findIndexed(*elems, v, data);
+      std::string name = setExpr.GetString() + 1;
+      elems = &setElements(t, name);
+      rapidjson::SizeType pos = 0;
+      const JValue* hit = findIndexed(*elems, v, data, &pos);
+      if (hit) recordLookup(name, setNamed(t, name), v, pos);
+      return hit;
     } else if (setExpr.IsObject() && setExpr.HasMember("set")) {
       elems = &setExpr["set"];
       if (!elems->IsArray()) {  // a one-element anonymous set
@@ -362,7 +390,7 @@ class Run {
   static const JValue& keyOfElement(const JValue& e) { return e.IsArray() && e.Size() == 2 ? e[0] : e; }
 
   // A named set's elements are [key, value-or-null] pairs (setElements).
-  const JValue* findIndexed(const JValue& elems, const Value& v, const JValue** data) {
+  const JValue* findIndexed(const JValue& elems, const Value& v, const JValue** data, rapidjson::SizeType* pos) {
     std::string types;
     for (const auto& a : v) types += static_cast<char>('a' + static_cast<int>(a.type));
     auto [it, fresh] = cache_.indexes.try_emplace({&elems, types});
@@ -385,13 +413,16 @@ class Run {
       if (matchesPattern(v, keyOfElement(elems[i]))) best = i;
     }
     if (best == elems.Size()) return nullptr;
+    *pos = best;
     const JValue& e = elems[best];
     if (data) *data = !e[1].IsNull() ? &e[1] : nullptr;
     return &e[0];
   }
 
   std::string ruleText(const TableRule& r) const {
-    std::string t = r.text.empty() ? r.exprJson : r.text;
+    // nft's spelling for our model and a listing alike; our own text only where it cannot read it.
+    std::string t = ruleTextFromJson(r.exprJson);
+    if (t == r.exprJson && !r.text.empty()) t = r.text;
     if (!r.comment.empty()) t += " comment \"" + r.comment + "\"";
     return t;
   }
@@ -400,8 +431,11 @@ class Run {
     const auto& stmts = parsed(&rule, rule.exprJson);
     if (!stmts.IsArray()) throw Unsupported("a rule whose expr is not an array, in chain " + c.name);
     std::vector<std::string> actions;
+    lookups_.clear();
     auto done = [&](RuleResult r) {
-      path_.push_back({hook_, c.name, ruleText(rule), actions.empty() ? "continue" : join(actions)});
+      path_.push_back({hook_, c.name, ruleText(rule), actions.empty() ? "continue" : join(actions), rule.comment,
+                       std::move(lookups_)});
+      seenIn(c.name);
       return r;
     };
     try {
@@ -441,7 +475,7 @@ class Run {
     } catch (const Break& b) {
       if (!b.note.empty()) {
         notes_.push_back(b.note + " (chain " + c.name + ": " + ruleText(rule) + ")");
-        path_.push_back({hook_, c.name, ruleText(rule), "no match: " + b.note});
+        path_.push_back({hook_, c.name, ruleText(rule), "no match: " + b.note, rule.comment, std::move(lookups_)});
       }
       return {};
     } catch (const Unsupported& u) {
@@ -681,6 +715,8 @@ class Run {
   size_t rulesRun_ = 0;
   std::vector<Step> path_;
   std::vector<std::string> notes_;
+  std::vector<Lookup> lookups_;  // of the rule being evaluated
+  std::vector<std::string> chains_;
 };
 
 bool sameOutcome(const Candidate& a, const Candidate& b) {

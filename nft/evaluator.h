@@ -67,11 +67,22 @@ const char* verdictName(Verdict v);
 enum class Selection { None, Random, RoundRobin, Hash };
 const char* selectionName(Selection s);
 
+// A named set or map a rule looked the packet up in, and the element it found.
+struct Lookup {
+  std::string set;      // without the '@'
+  std::string key;      // the packet's key, e.g. "10.96.0.10 . tcp . 80"
+  std::string element;  // the matching element's key, in nft's text (a prefix or range may differ from key)
+  std::string value;    // its value ("goto pick-tcp-2", "10.244.0.12 . 8080"); "" for a set
+  std::string comment;  // the element's comment, "" when it has none
+};
+
 struct Step {
   std::string hook;     // e.g. "prerouting", for the base chain the rule ran in
   std::string chain;
   std::string rule;     // the rule's text (or its JSON, for a listing), with its comment
   std::string action;   // what the rule did: "jump services", "dnat to 10.0.0.1:80", "drop", ...
+  std::string comment;  // the rule's comment alone
+  std::vector<Lookup> lookups;  // the named sets and maps of the rule that had the packet, in order
 };
 
 // One way the packet can go. A trace has one per distinct result; their probabilities add to 1.
@@ -88,6 +99,10 @@ struct Candidate {
   // then ends that rule and goes on with the next one), an unsupported expression, ...
   std::vector<std::string> notes;
   std::vector<Step> path;
+  // The chains as `nft monitor trace` names them, in order: a chain each time one of its rules
+  // had the packet (matched and continued, or decided), and a base chain again where its policy
+  // applied. Chains entered without any rule matching are not named (the kernel says nothing).
+  std::vector<std::string> chains;
 };
 
 struct Trace {

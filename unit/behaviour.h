@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nft/evaluator.h"
@@ -106,7 +107,9 @@ struct World {
   // Renders from scratch and commits to the fake kernel (which refuses what the kernel refuses),
   // then traces the packet through the rendered model and through what the fake kernel lists:
   // both must say the same.
-  nft::eval::Trace trace(const nft::eval::Packet& p) {
+  nft::eval::Trace trace(const nft::eval::Packet& p) { return traces(p).first; }
+  // The same trace through the rendered model (first) and through the fake kernel's listing.
+  std::pair<nft::eval::Trace, nft::eval::Trace> traces(const nft::eval::Packet& p) {
     FakePipeline pipe(cfg);
     pipe.renderer.setHostAddresses(host);
     auto changed = st.changedServices;
@@ -121,7 +124,7 @@ struct World {
     }
     nft::eval::Trace fromKernel = nft::eval::evaluate(kernelTables, p, env);
     CHECK(outcome(fromKernel) == outcome(fromModel));
-    return fromModel;
+    return {std::move(fromModel), std::move(fromKernel)};
   }
   std::string send(const nft::eval::Packet& p) {
     auto t = trace(p);

@@ -330,6 +330,18 @@ TEST_CASE("config: the document itself must be one KubeProxyConfiguration") {
   CHECK(decodeErr("mode: [unclosed\n").rfind("does not parse as YAML or JSON: line ", 0) == 0);
 }
 
+TEST_CASE("config: a stray token after a flow mapping is refused, not looped on (found by unit/fuzz/kube_proxy_config)") {
+  // yaml-cpp 0.7's LoadAll yields empty documents forever at a top-level ","; the fuzzer's input,
+  // minimised by hand, and its original.
+  CHECK(decodeErr("{\"kind\": \"KubeProxyConfiguration\"}, {}") ==
+        "does not parse as YAML or JSON: line 1, column 35: unexpected token at the start of a document");
+  const std::string found =
+      "{\"apiVersion\": \"kubeprfig.k8s.io/v1alpha1\", \"kind\": \"KubeProxyConfiguration\",\n"
+      "  iberal\": tru0, \"burst\": 100},\n    \"nodePortAddresses\": [\"primary\"], \"fe\"], "
+      "\"featureGates\": {\"X\":\x19true}}";
+  CHECK(decodeErr(found).rfind("does not parse as YAML or JSON: line ", 0) == 0);
+}
+
 TEST_CASE("config: validation names the field, the value and the rule") {
   auto errorsOf = [](const std::string& body) {
     ProxyConfig c = decodeOk(body);

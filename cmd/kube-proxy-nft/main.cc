@@ -17,10 +17,14 @@
 #include <optional>
 
 #include "cmd/kube-proxy-nft/flags.h"
+#include "cmd/kube-proxy-nft/state_source.h"
+#include "cmd/kube-proxy-nft/trace_command.h"
 #include "nft/diff.h"
 #include "nft/iptables_cleanup.h"
 #include "nft/nft_helper.h"
 #include "nft/runner.h"
+#include "pkg/conntrack/cleanup_worker.h"
+#include "pkg/conntrack/netlink_table.h"
 #include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
 #include "pkg/config/version.h"
@@ -48,56 +52,6 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-std::string hostname() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
-// Picks the source the flags name: a manifest folder, an API server from --kubeconfig/--master,
-// or the in-cluster API server. Exits 2 with one line when none applies or the config is bad.
-std::unique_ptr<kpn::source::Source> makeSource(const kpn::config::Loaded& conf, const std::string& nodeName,
-                                                kpn::state::ClusterState& state, kpn::kube::RequestHook onRequest) {
-  const kpn::config::DaemonOptions& opt = conf.options;
-  const std::string& kubeconfig = conf.config.clientConnection.kubeconfig;
-  if (!opt.manifests.empty()) return std::make_unique<kpn::source::ManifestDir>(opt.manifests, nodeName, state);
-  kpn::kube::ClientConfig cfg;
-  cfg.qps = conf.config.clientConnection.qps;
-  cfg.burst = conf.config.clientConnection.burst;
-  std::optional<std::string> err;
-  if (!kubeconfig.empty()) {
-    err = kpn::kube::loadKubeconfig(kubeconfig, opt.kubeconfigContext, cfg);
-  } else if (opt.master.empty()) {
-    if (!std::getenv("KUBERNETES_SERVICE_HOST")) {
-      std::cerr << "no cluster-state source: give --manifests=DIR, --kubeconfig=FILE or --master=URL, "
-                   "or run in a pod (KUBERNETES_SERVICE_HOST)\n";
-      std::exit(2);
-    }
-    err = kpn::kube::inClusterConfig([](const char* n) { return std::getenv(n); }, opt.serviceAccountDir, cfg);
-  }
-  if (!err && !opt.master.empty()) err = kpn::kube::normaliseServer(opt.master, cfg.server);
-  if (err) {
-    std::cerr << *err << "\n";
-    std::exit(2);
-  }
-  return std::make_unique<kpn::source::ApiSource>(kpn::kube::makeCpprestTransport(cfg, {}, std::move(onRequest)),
-                                                 nodeName, state);
-}
-
-// The API source fills the state in the background: a dry run waits for the first full list.
-bool waitSynced(kpn::source::Source& source, int sigfd, std::chrono::seconds limit) {
-  auto deadline = Clock::now() + limit;
-  while (!source.hasSynced()) {
-    if (Clock::now() > deadline) return false;
-    pollfd fds[2] = {{source.fd(), POLLIN, 0}, {sigfd, POLLIN, 0}};
-    poll(fds, 2, 100);
-    if (fds[1].revents & POLLIN) return false;  // interrupted
-    source.processEvents();
-  }
-  return true;
-}
 
 int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& st) {
   kpn::nft::Ruleset rs = renderer.render(st, nullptr);
@@ -125,6 +79,7 @@ int runCleanup() {
 int main(int argc, char** argv) {
   // The same binary is the libnftables helper process (nft/nft_helper.h).
   if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
+  if (auto rc = kpn::cmd::runTraceIfAsked(argc, argv)) return *rc;
   gflags::SetVersionString(kpn::config::versionLine());
   gflags::SetUsageMessage("kube-proxy-nft (--manifests=DIR | --kubeconfig=FILE | --master=URL | in a pod) [flags]: Kubernetes Services on this node, as one nftables ruleset");
   FLAGS_logtostderr = true;
@@ -145,7 +100,7 @@ int main(int argc, char** argv) {
   }
 
   kpn::render::NodeConfig cfg;
-  cfg.nodeName = kpn::config::nodeName(conf.config, hostname());
+  cfg.nodeName = kpn::config::nodeName(conf.config, kpn::cmd::localHostname());
   std::vector<std::string> warnings;
   if (auto err = kpn::config::toNodeConfig(conf.config, cfg, &warnings)) {
     std::cerr << *err << "\n";
@@ -170,7 +125,7 @@ int main(int argc, char** argv) {
   kpn::metrics::ProxyMetrics metrics({kpn::config::version(), kpn::config::gitCommit()});
   kpn::api::setSkipSink([&metrics](const std::string& kind, const std::string& reason) { metrics.countSkipped(kind, reason); });
   kpn::state::ClusterState state;
-  std::unique_ptr<kpn::source::Source> sourcePtr = makeSource(
+  std::unique_ptr<kpn::source::Source> sourcePtr = kpn::cmd::makeSource(
       conf, cfg.nodeName, state, [&metrics](const char* method, const std::string& host, int code, double secs) {
         metrics.observeRestRequest(method, host, code, secs);
       });
@@ -179,7 +134,7 @@ int main(int argc, char** argv) {
   kpn::render::Renderer renderer(cfg);
   renderer.setHostAddresses(kpn::net::readHostAddresses());
   if (conf.options.dryRun) {
-    if (!waitSynced(source, sigfd, std::chrono::seconds(60))) {
+    if (!kpn::cmd::waitSynced(source, sigfd, std::chrono::seconds(60))) {
       std::cerr << "dry run: " << source.describe() << " did not list everything within 60 s\n";
       return 1;
     }
@@ -208,8 +163,14 @@ int main(int argc, char** argv) {
   kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
   kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
   kpn::sync::ProgrammingLatencyLog latencyLog;
+  // After each sync, stale UDP conntrack entries go, on the worker's own thread.
+  kpn::conntrack::CleanupWorker conntrackWorker(kpn::conntrack::openKernelFlowTable,
+                                                [&metrics](const char* family, const kpn::conntrack::FamilyResult& r) {
+                                                  metrics.observeConntrackReconcile(family, r.seconds, r.deleted);
+                                                });
+  kpn::conntrack::CleanupFollower conntrackFollower(state, cfg, conntrackWorker);
   for (kpn::sync::SyncObserver* o : std::initializer_list<kpn::sync::SyncObserver*>{
-           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog})
+           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &conntrackFollower})
     loop.addObserver(o);
   kpn::metrics::DaemonServers servers;
   if (auto err = servers.start(httpLoop,

@@ -1,13 +1,13 @@
 #include "pkg/api/yaml_json.h"
 
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstdlib>
-#include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "pkg/api/yaml_stream.h"
 
 namespace kpn::api {
 namespace {
@@ -92,51 +92,12 @@ void toJson(const YAML::Node& n, rapidjson::Value& out, Alloc& alloc, int depth,
   }
 }
 
-// yaml-cpp 0.7 never ends YAML::LoadAll on a stream whose next token cannot start a node at the
-// top level (a stray ",", also after a tag or an anchor: found by unit/fuzz/manifest_yaml): it
-// emits an empty document without consuming the token, again and again, until memory runs out.
-// This event-only pass (cheap: no nodes are built) watches for a document that starts where the
-// previous one started and refuses the stream there.
-class ProgressCheck : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& mark) override {
-    if (started_ && mark.pos == last_.pos) {
-      // yaml-cpp marks are 0-based; the message has the same shape as yaml-cpp's own.
-      throw YAML::ParserException(mark, "unexpected token at the start of a document");
-    }
-    started_ = true;
-    last_ = mark;
-  }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-
- private:
-  bool started_ = false;
-  YAML::Mark last_;
-};
-
-void checkProgress(const std::string& text) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  ProgressCheck check;
-  while (parser.HandleNextDocument(check)) {
-  }
-}
-
 }  // namespace
 
 std::vector<rapidjson::Document> yamlToJson(std::string_view text) {
   std::vector<YAML::Node> docs;
   try {
-    std::string whole(text);
-    checkProgress(whole);
-    docs = YAML::LoadAll(whole);
+    docs = loadYamlStream(std::string(text));
   } catch (const YAML::Exception& e) {
     // e.msg without yaml-cpp's "yaml-cpp: error at" prefix; the mark is 0-based.
     throw std::runtime_error("line " + std::to_string(e.mark.line + 1) + ", column " +

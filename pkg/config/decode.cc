@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "pkg/api/yaml_stream.h"
 #include "pkg/net/ip.h"
 #include "pkg/sync/duration.h"
 
@@ -381,7 +382,7 @@ std::string appendPortIfNeeded(const std::string& address, int port) {
 std::optional<std::string> decodeProxyConfig(std::string_view text, ProxyConfig& out) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    docs = api::loadYamlStream(std::string(text));
   } catch (const YAML::Exception& e) {
     return "does not parse as YAML or JSON: line " + std::to_string(e.mark.line + 1) + ", column " +
            std::to_string(e.mark.column + 1) + ": " + e.msg;

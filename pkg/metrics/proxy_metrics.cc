@@ -162,6 +162,14 @@ struct ProxyMetrics::Families {
                               .Help("Times a sync found a service whose rules the kernel refuses (by bisection of a "
                                     "rejected transaction); everything else was programmed")
                               .Register(r)),
+        conntrackDuration(prometheus::BuildHistogram()
+                              .Name("kubeproxy_conntrack_reconciler_sync_duration_seconds")
+                              .Help("ReconcileConntrackFlowsLatency latency in seconds")
+                              .Register(r)),
+        conntrackDeleted(prometheus::BuildCounter()
+                             .Name("kubeproxy_conntrack_reconciler_deleted_entries_total")
+                             .Help("Cumulative conntrack flows deleted by conntrack reconciler")
+                             .Register(r)),
         buildInfo(prometheus::BuildGauge()
                       .Name("kubeproxy_nftables_build_info")
                       .Help("Always 1; labels say the version and the commit this binary was built from")
@@ -173,6 +181,8 @@ struct ProxyMetrics::Families {
     lastQueued = perFamily(lastQueuedTimestamp);
     programmingH = perFamily(programming, programmingBuckets());
     failures = perFamily(syncFailures);
+    conntrackH = perFamily(conntrackDuration, kSyncBuckets);
+    conntrackC = perFamily(conntrackDeleted);
     perFamily(cleanupFailures);  // we delete stale chains in the sync's own transaction: stays 0
     endpointPendingG = &endpointPending.Add({});
     endpointTotalC = &endpointTotal.Add({});
@@ -215,11 +225,14 @@ struct ProxyMetrics::Families {
   prometheus::Family<prometheus::Counter>& reconcile;
   prometheus::Family<prometheus::Gauge>& rejectedServices;
   prometheus::Family<prometheus::Counter>& serviceRejections;
+  prometheus::Family<prometheus::Histogram>& conntrackDuration;
+  prometheus::Family<prometheus::Counter>& conntrackDeleted;
   prometheus::Family<prometheus::Gauge>& buildInfo;
 
   PerFamily<prometheus::Histogram> sync, syncFull, syncPartial, programmingH;
   PerFamily<prometheus::Gauge> last, lastQueued;
-  PerFamily<prometheus::Counter> failures;
+  PerFamily<prometheus::Counter> failures, conntrackC;
+  PerFamily<prometheus::Histogram> conntrackH;
   prometheus::Gauge* endpointPendingG;
   prometheus::Counter* endpointTotalC;
   prometheus::Gauge* servicePendingG;
@@ -309,6 +322,12 @@ void ProxyMetrics::observeRestRequest(const std::string& method, const std::stri
   std::string codeText = code > 0 ? std::to_string(code) : "<error>";
   f_->restRequests.Add({{"code", codeText}, {"host", host}, {"method", method}}).Increment();
   f_->restDuration.Add({{"host", host}, {"verb", method}}, kRestBuckets).Observe(secs);
+}
+
+void ProxyMetrics::observeConntrackReconcile(const std::string& family, double secs, size_t deleted) {
+  const bool v6 = family == "IPv6";
+  (v6 ? f_->conntrackH.v6 : f_->conntrackH.v4)->Observe(secs);
+  if (deleted > 0) (v6 ? f_->conntrackC.v6 : f_->conntrackC.v4)->Increment(static_cast<double>(deleted));
 }
 
 std::string ProxyMetrics::scrape() const {

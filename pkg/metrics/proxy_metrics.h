@@ -56,6 +56,9 @@ class ProxyMetrics : public sync::SyncObserver {
   // One request to the API server, as client-go's rest_client metrics count it.
   void observeRestRequest(const std::string& method, const std::string& host, int code, double seconds);
 
+  // One family's UDP conntrack reconcile pass (pkg/conntrack): its duration and the flows it deleted.
+  void observeConntrackReconcile(const std::string& family, double seconds, size_t deleted);
+
   // The text exposition format of everything above plus the process_* metrics.
   std::string scrape() const;
   prometheus::Registry& registry() { return *registry_; }

@@ -1,0 +1,16 @@
+// Loading a multi-document YAML stream with yaml-cpp 0.7, guarded against its one endless loop.
+#pragma once
+
+#include <yaml-cpp/node/node.h>
+
+#include <string>
+#include <vector>
+
+namespace kpn::api {
+
+// YAML::LoadAll, except that a stream yaml-cpp cannot get past (a token that cannot start a
+// node at the top level, e.g. a stray ",") throws YAML::ParserException at that token instead of
+// yielding empty documents until memory runs out. Throws what YAML::LoadAll throws otherwise.
+std::vector<YAML::Node> loadYamlStream(const std::string& text);
+
+}  // namespace kpn::api
