@@ -30,8 +30,11 @@ bool setReferenced(const FakeRunner::FakeTable& t, const std::string& set) {
 
 }  // namespace
 
-RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& op) {
+RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& op) const {
   std::string tk = tableKey(op.family, op.table);
+  if (unsupportedFamilies.count(op.family)) return fail("Address family not supported by protocol");
+  if (op.kind == Kind::Chain && op.verb == Verb::Add && rejectChains.count(op.name))
+    return fail("Operation not supported (injected for chain " + op.name + ")");
   if (op.kind == Kind::Table) {
     if (op.verb == Verb::Add) tables[tk];
     else if (!tables.count(tk)) return fail("No such file or directory (table " + tk + ")");
@@ -98,6 +101,7 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
       auto have = s->second.elements.find(e.key);
       const std::string& value = e.value;
       if (op.verb == Verb::Add) {
+        if (refusesElement(e)) return fail("File exists (injected for element " + e.keyText() + " of " + e.comment + ")");
         std::vector<std::string> chainRefs = e.chainRefs();
         for (const auto& ref : chainRefs)
           if (!t.chains.count(ref)) return fail("No such file or directory (goto " + ref + ")");
@@ -120,6 +124,12 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
   return {};
 }
 
+bool FakeRunner::refusesElement(const Element& e) const {
+  for (const auto& svc : rejectServiceElements)
+    if (e.comment == svc || e.comment.compare(0, svc.size() + 1, svc + ":") == 0) return true;
+  return false;
+}
+
 RunResult FakeRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
   lastOps = txn.size();
@@ -128,12 +138,47 @@ RunResult FakeRunner::commit(const Transaction& txn) {
     return fail("Operation not permitted (injected)");
   }
   auto next = tables;  // atomic: all or nothing
-  for (const Op& op : txn.ops()) {
-    RunResult r = apply(next, op);
-    if (!r.ok) return r;
-  }
+  RunResult r = applyAll(txn, next);
+  if (!r.ok) return r;
   tables = std::move(next);
   ++commits;
+  ++gen;
+  return {};
+}
+
+std::optional<uint32_t> FakeRunner::generation(std::string* error) {
+  ++fingerprintReads;
+  if (fingerprintFails) return *error = "Too many open files (injected)", std::nullopt;
+  return gen;
+}
+
+std::optional<std::map<TableId, TableCounts>> FakeRunner::tableCounts(const std::vector<TableId>& ids, std::string* error) {
+  if (fingerprintFails) return *error = "Too many open files (injected)", std::nullopt;
+  std::map<TableId, TableCounts> out;
+  for (const auto& id : ids) {
+    auto t = tables.find(tableKey(id.first, id.second));
+    out[id] = t == tables.end() ? TableCounts{} : TableCounts{t->second.chains.size(), t->second.sets.size()};
+  }
+  return out;
+}
+
+RunResult FakeRunner::applyAll(const Transaction& txn, std::map<std::string, FakeTable>& tables) const {
+  for (const Op& op : txn.ops()) {
+    RunResult r = apply(tables, op);
+    if (!r.ok) return r;
+  }
+  return {};
+}
+
+RunResult FakeRunner::check(const Transaction& txn) {
+  ++checks;
+  if (txn.empty()) return {};
+  auto scratch = tables;
+  return applyAll(txn, scratch);
+}
+
+RunResult FakeRunner::probeFamily(Family f) {
+  if (unsupportedFamilies.count(f)) return fail("Address family not supported by protocol");
   return {};
 }
 

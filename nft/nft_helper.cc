@@ -37,13 +37,17 @@ Ctx newContext(bool json) {
   return ctx;
 }
 
-// The helper's three contexts, created on first use: commits never list (a list on the
-// committing context would make every later transaction fetch the full ruleset).
+// The helper's four contexts, created on first use: commits never list (a list on the
+// committing context would make every later transaction fetch the full ruleset), and checks run
+// on a context of their own that is always a dry run.
 class Contexts {
  public:
   NftAnswer run(NftOp op, const std::string& buf) {
-    Ctx& ctx = op == NftOp::Commit ? commit_ : op == NftOp::List ? list_ : native_;
-    if (!ctx) ctx = newContext(op != NftOp::Native);
+    Ctx& ctx = contextFor(op);
+    if (!ctx) {
+      ctx = newContext(op != NftOp::Native);
+      if (ctx && op == NftOp::Check) nft_ctx_set_dry_run(ctx.get(), true);
+    }
     NftAnswer a;
     if (!ctx) {
       a.error = "nft_ctx_new failed";
@@ -62,7 +66,16 @@ class Contexts {
   }
 
  private:
-  Ctx commit_, list_, native_;
+  Ctx& contextFor(NftOp op) {
+    switch (op) {
+      case NftOp::Commit: return commit_;
+      case NftOp::List: return list_;
+      case NftOp::Check: return check_;
+      case NftOp::Native: break;
+    }
+    return native_;
+  }
+  Ctx commit_, list_, native_, check_;
 };
 
 bool parseScopeArg(const std::string& arg, ScopedTable* out) {
@@ -108,7 +121,7 @@ std::string encodeNftRequest(NftOp op, const std::string& buffer) { return stati
 bool decodeNftRequest(const std::string& frame, NftOp* op, std::string* buffer) {
   if (frame.empty()) return false;
   char c = frame[0];
-  if (c != 'c' && c != 'l' && c != 'n') return false;
+  if (c != 'c' && c != 'l' && c != 'n' && c != 'k') return false;
   *op = static_cast<NftOp>(c);
   buffer->assign(frame, 1, std::string::npos);
   return true;

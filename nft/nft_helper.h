@@ -21,6 +21,7 @@ enum class NftOp : char {
   Commit = 'c',  // JSON transaction (JSON context that never lists)
   List = 'l',    // JSON list command (its own context); the answer carries the output
   Native = 'n',  // native syntax (start-up declarations, table deletion)
+  Check = 'k',   // JSON transaction on a dry-run context: the kernel validates it, nothing applies
 };
 
 struct NftAnswer {

@@ -57,6 +57,19 @@ RunResult NftRunner::commit(const Transaction& txn) {
   return r;
 }
 
+// The helper's dry-run context: the kernel validates the whole batch and aborts it.
+RunResult NftRunner::check(const Transaction& txn) {
+  if (txn.empty()) return {};
+  RunResult r = run(NftOp::Check, txn.toJson());
+  if (txn.size() > kRecycleAfterOps) helper_.recycle();
+  return r;
+}
+
+RunResult NftRunner::probeFamily(Family f) {
+  return run(NftOp::Check, std::string("{\"nftables\":[{\"add\":{\"table\":{\"family\":\"") + familyName(f) +
+                               "\",\"name\":\"kube-proxy-probe\"}}}]}");
+}
+
 std::string staticDeclarationsText(const Ruleset& rs) {
   std::string text;
   for (const Table& t : rs.tables) {

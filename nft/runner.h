@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "nft/kernel_fingerprint.h"
 #include "nft/listing.h"
 #include "nft/model.h"
 #include "nft/transaction.h"
@@ -28,12 +29,23 @@ class Runner {
   virtual ~Runner() = default;
   // One atomic transaction. An empty transaction is not sent.
   virtual RunResult commit(const Transaction& txn) = 0;
+  // What commit would answer, without applying anything: the kernel validates the whole batch
+  // and aborts it (nft --check). Finds the part of a rejected transaction that the kernel refuses.
+  virtual RunResult check(const Transaction& txn) = 0;
+  // Whether this kernel runs nftables for family f at all (a check of `add table`): upstream
+  // runs single-stack when one family's nftables is missing.
+  virtual RunResult probeFamily(Family f) = 0;
   // Start-up declarations that nft 1.0.6 JSON cannot express (typeof maps), in native syntax, in
   // their own transaction. Idempotent.
   virtual RunResult declareStatic(const Ruleset& rs) = 0;
   // Our table as the kernel holds it; exists=false when absent.
   virtual RunResult list(Family f, const std::string& table, ListedTable* out) = 0;
   virtual RunResult deleteTable(Family f, const std::string& table) = 0;  // absent is fine
+  // The cheap kernel fingerprint (kernel_fingerprint.h): the ruleset generation, and chain and
+  // set counts of `tables`. nullopt with *error when the kernel cannot be asked.
+  virtual std::optional<uint32_t> generation(std::string* error) = 0;
+  virtual std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables,
+                                                                    std::string* error) = 0;
 };
 
 // libnftables in a supervised helper process (nft_helper.h): a crash or exit() inside it fails one
@@ -51,9 +63,17 @@ class NftRunner : public Runner {
   explicit NftRunner(NftRunnerOptions options = {});
   ~NftRunner() override;
   RunResult commit(const Transaction& txn) override;
+  RunResult check(const Transaction& txn) override;
+  RunResult probeFamily(Family f) override;
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
+  // Read in this process over a plain netlink socket: no libnftables, no cache.
+  std::optional<uint32_t> generation(std::string* error) override { return readGeneration(error); }
+  std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables,
+                                                            std::string* error) override {
+    return readTableCounts(tables, error);
+  }
   // A JSON command batch for the iptables-nft tables (ip/ip6 nat, filter, mangle: upstream's
   // iptables-mode leftovers), in a helper of its own; *output gets what it printed.
   RunResult runJson(const std::string& json, std::string* output);
@@ -62,6 +82,9 @@ class NftRunner : public Runner {
   void releaseIptablesHelper() { iptablesHelper_.recycle(); }
 
   int helperStarts() const { return helper_.starts(); }  // how many helpers ran so far
+  // Whether a commit by process `pid` was ours (a helper this runner started; nftables events
+  // name the committing process). Call from the thread that makes the runner's calls.
+  bool committedBy(pid_t pid) const { return helper_.startedRecently(pid) || iptablesHelper_.startedRecently(pid); }
 
  private:
   // After a commit this big the helper is recycled: libnftables keeps what it built (~13 MiB in

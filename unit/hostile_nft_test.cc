@@ -1,6 +1,7 @@
 // Defences of the libnftables side against a hostile node: the typeof guard, the cache scope and
 // the supervised helper process.
 #include <doctest/doctest.h>
+#include <unistd.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
@@ -144,6 +145,8 @@ TEST_CASE("helper protocol: requests and answers round-trip; malformed ones are 
   REQUIRE(decodeNftRequest(encodeNftRequest(NftOp::List, "{\"nftables\":[]}"), &op, &buf));
   CHECK((op == NftOp::List));
   CHECK(buf == "{\"nftables\":[]}");
+  REQUIRE(decodeNftRequest(encodeNftRequest(NftOp::Check, "{}"), &op, &buf));  // the dry-run op
+  CHECK((op == NftOp::Check));
   CHECK_FALSE(decodeNftRequest("", &op, &buf));
   CHECK_FALSE(decodeNftRequest("xabc", &op, &buf));
   NftAnswer a{false, "out", "Error: No such file or directory"};
@@ -174,6 +177,18 @@ TEST_CASE("supervised helper: answers come back; a crash or exit fails one call 
   CHECK(crashing.pid() == 0);
   CHECK_FALSE(crashing.call("again", &error));
   CHECK(crashing.starts() == 2);
+
+  // The children it started are remembered after they are gone: the nftables events of their
+  // commits arrive later and must still count as ours (nft/table_monitor.h).
+  pid_t first = echo.pid();
+  CHECK(echo.startedRecently(first));
+  echo.recycle();
+  CHECK(echo.call("x", &error) == std::string("x"));
+  CHECK(echo.pid() != first);
+  CHECK(echo.startedRecently(first));
+  CHECK(echo.startedRecently(echo.pid()));
+  CHECK_FALSE(echo.startedRecently(getpid()));
+  CHECK_FALSE(echo.startedRecently(0));
 
   SupervisedHelper exiting({"/bin/sh", "-c", "exit 7"}, 10s);
   CHECK_FALSE(exiting.call("commit", &error));

@@ -96,6 +96,30 @@ TEST_CASE("metrics: a sync, a failure and a queued change are counted as upstrea
   CHECK(has(t, "kubeproxy_sync_proxy_rules_endpoint_changes_pending 0"));
 }
 
+TEST_CASE("metrics: a transaction the kernel refused as a whole counts as a failure even when the rest was "
+          "committed; the refused services are a gauge and a counter of ours") {
+  metrics::ProxyMetrics m({"v", "c"});
+  auto isolated = report(true, false, 3ms);
+  isolated.stats.transactionRejected = true;
+  isolated.stats.servicesRefusedNow = 2;
+  isolated.stats.rejectedServices = 2;
+  m.synced(isolated);
+  std::string t = m.scrape();
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_nftables_sync_failures_total{ip_family="IPv6"} 1)"));
+  CHECK(has(t, "# TYPE kube_proxy_nft_rejected_services gauge"));
+  CHECK(has(t, "kube_proxy_nft_rejected_services 2"));
+  CHECK(has(t, "kube_proxy_nft_service_rejections_total 2"));
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1764720000)"));
+
+  auto recovered = report(true, false, 3ms);  // one of them programmed on its retry
+  recovered.stats.rejectedServices = 1;
+  m.synced(recovered);
+  t = m.scrape();
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_nftables_sync_failures_total{ip_family="IPv6"} 1)"));
+  CHECK(has(t, "kube_proxy_nft_rejected_services 1"));
+  CHECK(has(t, "kube_proxy_nft_service_rejections_total 2"));
+}
+
 TEST_CASE("metrics: the healthz server counts its replies by code; the metrics server answers /proxyMode") {
   sync::FakeClock clock;
   health::ProxyHealth h(clock, 60s, {"IPv4"});

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "nft/fake.h"
+#include "pkg/sync/isolation.h"
 #include "pkg/sync/syncer.h"
 #include "unit/fixtures.h"
 
@@ -27,12 +28,150 @@ TEST_CASE("syncer: lastChanges names an incremental sync's services, and is null
   REQUIRE(syncer.lastChanges() != nullptr);
   CHECK(*syncer.lastChanges() == std::set<std::string>{"default/web"});
 
+  // A service the kernel refuses is left out: consumers must look at every service again.
   st.upsertService(service("default", "db", {"10.96.0.20"}, {port("", 5432)}));
+  st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.1.5"}}));
+  kernel.rejectServiceElements = {"default/db"};
+  REQUIRE(syncer.sync(st).ok);
+  CHECK(syncer.lastChanges() == nullptr);
+  // A refusal the checks do not reproduce (it went away) is committed again at once.
+  kernel.rejectServiceElements.clear();
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.4"}}));
   kernel.failNext = true;
+  REQUIRE(syncer.sync(st).ok);
+  REQUIRE(syncer.lastChanges() != nullptr);
+  CHECK(*syncer.lastChanges() == std::set<std::string>{"default/web"});
+}
+
+// Defect 5 of issue 11: one service the kernel refuses must not hold up the others.
+namespace {
+
+render::NodeConfig isolationConfig() {
+  render::NodeConfig cfg;
+  cfg.nodeName = "node-a";
+  return cfg;
+}
+
+// Whether any map of `table` holds an element of service `key` ("ns/name"), by its comment.
+bool hasServiceElement(nft::FakeRunner& k, const char* table, const std::string& key) {
+  for (const auto& [name, set] : k.tables[table].sets)
+    for (const auto& [elementKey, comment] : set.comments)
+      if (comment == key || comment.rfind(key + ":", 0) == 0) return true;
+  return false;
+}
+
+bool hasBackend(nft::FakeRunner& k, const std::string& ip) {
+  for (const auto& [name, set] : k.tables["ip kube-proxy"].sets)
+    for (const auto& [key, value] : set.elements)
+      if (name.rfind("backends-", 0) == 0 && value.first.find(ip) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("syncer: a service the kernel refuses is found by bisection and left out; the others keep updating") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  kernel.rejectServiceElements = {"default/bad"};
+  sync::Syncer syncer(renderer, kernel);
+  state::ClusterState st;
+  for (const char* name : {"a", "bad", "c", "d", "e"}) {
+    st.upsertService(service("default", name, {std::string("10.96.0.") + std::to_string(name[0] % 50)}, {port("http", 80)}));
+    st.upsertSlice(slice("default", std::string(name) + "-1", name, {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  }
+  auto s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK(s.rejectedServices == 1);
+  CHECK(syncer.rejectedServices() == std::set<std::string>{"default/bad"});
+  CHECK(syncer.failureCounts().rejectedTransactions == 1);
+  CHECK(syncer.failureCounts().serviceRejections == 1);
+  CHECK(kernel.checks > 1);
+  for (const char* name : {"a", "c", "d", "e"}) CHECK(hasServiceElement(kernel, "ip kube-proxy", std::string("default/") + name));
+  CHECK_FALSE(hasServiceElement(kernel, "ip kube-proxy", "default/bad"));
+  auto retry = syncer.retryIn();
+  REQUIRE(retry.has_value());
+  CHECK(*retry > std::chrono::nanoseconds(0));
+  CHECK(*retry < std::chrono::seconds(1));
+
+  // Another service changes: programmed at once, incrementally, the refused one still left out.
+  st.upsertSlice(slice("default", "a-1", "a", {epPort("http", 8080)}, {{"10.244.1.9"}}));
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+  CHECK(hasBackend(kernel, "10.244.1.9"));
+  CHECK(syncer.rejectedServices() == std::set<std::string>{"default/bad"});
+
+  // Refused again on its retry: the backoff doubles.
+  st.upsertSlice(slice("default", "bad-1", "bad", {epPort("http", 8080)}, {{"10.244.1.7"}}));
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK(syncer.failureCounts().serviceRejections == 2);
+  CHECK(*syncer.retryIn() > std::chrono::milliseconds(600));
+
+  // The kernel takes it now: its next change programs it.
+  kernel.rejectServiceElements.clear();
+  st.upsertSlice(slice("default", "bad-1", "bad", {epPort("http", 8080)}, {{"10.244.1.8"}}));
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK(s.rejectedServices == 0);
+  CHECK(syncer.rejectedServices().empty());
+  CHECK(hasServiceElement(kernel, "ip kube-proxy", "default/bad"));
+  CHECK(hasBackend(kernel, "10.244.1.8"));
+  CHECK_FALSE(syncer.retryIn().has_value());
+}
+
+TEST_CASE("syncer: a transaction refused without any service's rules keeps the old ruleset and goes full") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  kernel.rejectChains = {"services"};  // a base-part chain
+  sync::Syncer syncer(renderer, kernel);
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
   CHECK_FALSE(syncer.sync(st).ok);
+  CHECK(syncer.nextIsFull());
   CHECK(syncer.lastChanges() == nullptr);
-  REQUIRE(syncer.sync(st).ok);  // the retry is full: what it covered is everything
-  CHECK(syncer.lastChanges() == nullptr);
+  CHECK(kernel.commits == 0);
+  kernel.rejectChains.clear();
+  CHECK(syncer.sync(st).ok);
+}
+
+TEST_CASE("syncer: only the families the kernel runs nftables for are programmed (upstream: single-stack fallback)") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  kernel.unsupportedFamilies = {nft::Family::IPv6};  // any IPv6 operation would fail the commit
+  sync::Syncer syncer(renderer, kernel);
+  state::ClusterState st;
+  st.upsertService(service("default", "dual", {"10.96.0.7", "fd00:96::7"}, {port("p", 80)}));
+  st.upsertSlice(slice("default", "dual-v4", "dual", {epPort("p", 80)}, {{"10.244.0.7"}}));
+  st.upsertSlice(slice("default", "dual-v6", "dual", {epPort("p", 80)}, {{"fd00:244::7"}}, "IPv6"));
+  auto s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK(syncer.families() == std::set<nft::Family>{nft::Family::IPv4});
+  CHECK(hasServiceElement(kernel, "ip kube-proxy", "default/dual"));
+  CHECK(kernel.tables.count("ip6 kube-proxy") == 0);
+  st.upsertSlice(slice("default", "dual-v4", "dual", {epPort("p", 80)}, {{"10.244.0.8"}}));
+  REQUIRE(syncer.sync(st).ok);
+  CHECK(hasBackend(kernel, "10.244.0.8"));
+  CHECK(s.rejectedServices == 0);
+}
+
+TEST_CASE("findRejected: bisection finds exactly the refused candidates in O(b log n) checks") {
+  std::set<std::string> candidates;
+  for (int i = 0; i < 64; ++i) candidates.insert("svc ns/s" + std::to_string(100 + i));
+  const std::set<std::string> badOnes = {"svc ns/s107", "svc ns/s150"};
+  int calls = 0;
+  auto bad = sync::findRejected(candidates, [&](const std::set<std::string>& excluded) -> std::optional<std::string> {
+    ++calls;
+    for (const auto& b : badOnes)
+      if (!excluded.count(b)) return "refused " + b;
+    return std::nullopt;
+  });
+  CHECK(bad.size() == 2);
+  CHECK(bad.count("svc ns/s107") == 1);
+  CHECK(bad.count("svc ns/s150") == 1);
+  CHECK(bad.at("svc ns/s107") == "refused svc ns/s107");
+  CHECK(calls <= 2 * 2 * 7 + 1);
+  CHECK(sync::findRejected(candidates, [](const std::set<std::string>&) { return std::optional<std::string>(); }).empty());
 }
 
 TEST_CASE("syncer: a start-up over another layout's table (a base chain on another priority, map elements "
@@ -71,4 +210,70 @@ TEST_CASE("syncer: a start-up over another layout's table (a base chain on anoth
   CHECK(after.chains.at("filter-input") == nft::Hook{"filter", "input", 0});
   CHECK(after.sets.at("service-ips").elements == std::map<std::string, std::pair<std::string, std::vector<std::string>>>{ours});
   CHECK(restarted.sync(st).ops == 0);
+}
+
+// Defect 6 of issue 11: a periodic sync checks a cheap kernel fingerprint (the generation, our
+// tables' chain and set counts) and goes full when our tables were changed from outside.
+TEST_CASE("syncer: a periodic sync whose kernel fingerprint differs goes full and repairs; another table's commit does not") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  sync::Syncer syncer(renderer, kernel);
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  REQUIRE(syncer.sync(st).ok);
+  auto& table = kernel.tables["ip kube-proxy"];
+  const size_t chains = table.chains.size();
+
+  // Nobody committed: the generation alone says so.
+  int reads = kernel.fingerprintReads;
+  auto s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+  CHECK(kernel.fingerprintReads == reads + 1);
+
+  // Someone committed to another table: the generation moved, our counts did not.
+  ++kernel.gen;
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+  CHECK(syncer.fingerprintMismatches() == 0);
+
+  // Someone deleted one of our chains (the pick chain web uses) and its references.
+  std::string victim;
+  for (const auto& [name, hook] : table.chains)
+    if (name.rfind("pick-", 0) == 0) victim = name;
+  REQUIRE_FALSE(victim.empty());
+  table.chains.erase(victim);
+  table.rules.erase(victim);
+  ++kernel.gen;
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK(s.full);
+  CHECK(syncer.fingerprintMismatches() == 1);
+  CHECK(kernel.tables["ip kube-proxy"].chains.count(victim) == 1);
+  CHECK(kernel.tables["ip kube-proxy"].chains.size() == chains);
+
+  // A kernel that cannot be asked (no descriptor left) changes nothing: incremental as before.
+  kernel.fingerprintFails = true;
+  ++kernel.gen;
+  s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+}
+
+TEST_CASE("syncer: a sync with changes to make does not read the fingerprint first") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  sync::Syncer syncer(renderer, kernel);
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  REQUIRE(syncer.sync(st).ok);
+  ++kernel.gen;  // would be checked by a periodic sync
+  int reads = kernel.fingerprintReads;
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  auto s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK_FALSE(s.full);
+  CHECK(kernel.fingerprintReads == reads + 1);  // only the one taken after the commit
 }

@@ -181,7 +181,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
-  kpn::sync::runSyncLoop(loop, source, sigfd);
+  auto monitor = kpn::nft::TableMonitor::forTablesOf(  // repairs outside damage; our helper's commits are ours
+      renderer.skeleton(), [&runner](uint32_t pid) { return runner.committedBy(static_cast<pid_t>(pid)); });
+  kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get());
   LOG(INFO) << "signal received; exiting with the ruleset in place";
   return 0;
 }

@@ -153,6 +153,15 @@ struct ProxyMetrics::Families {
                       .Help("Syncs by how they were planned (incremental, reconcile with the listed tables at "
                             "start-up, full rebuild) and whether the kernel took them")
                       .Register(r)),
+        rejectedServices(prometheus::BuildGauge()
+                             .Name("kube_proxy_nft_rejected_services")
+                             .Help("Services whose rules the kernel refuses, left out of the ruleset and retried with backoff")
+                             .Register(r)),
+        serviceRejections(prometheus::BuildCounter()
+                              .Name("kube_proxy_nft_service_rejections_total")
+                              .Help("Times a sync found a service whose rules the kernel refuses (by bisection of a "
+                                    "rejected transaction); everything else was programmed")
+                              .Register(r)),
         conntrackDuration(prometheus::BuildHistogram()
                               .Name("kubeproxy_conntrack_reconciler_sync_duration_seconds")
                               .Help("ReconcileConntrackFlowsLatency latency in seconds")
@@ -188,6 +197,8 @@ struct ProxyMetrics::Families {
     opsH = &txnOps.Add({}, exponential(1, 4, 11));
     bytesH = &txnBytes.Add({}, exponential(256, 4, 11));
     commitH = &commitDuration.Add({}, exponential(0.0005, 2, 16));
+    rejectedG = &rejectedServices.Add({});
+    rejectionsC = &serviceRejections.Add({});
   }
 
   prometheus::Family<prometheus::Histogram>& syncDuration;
@@ -212,6 +223,8 @@ struct ProxyMetrics::Families {
   prometheus::Family<prometheus::Histogram>& commitDuration;
   prometheus::Family<prometheus::Counter>& skipped;
   prometheus::Family<prometheus::Counter>& reconcile;
+  prometheus::Family<prometheus::Gauge>& rejectedServices;
+  prometheus::Family<prometheus::Counter>& serviceRejections;
   prometheus::Family<prometheus::Histogram>& conntrackDuration;
   prometheus::Family<prometheus::Counter>& conntrackDeleted;
   prometheus::Family<prometheus::Gauge>& buildInfo;
@@ -225,6 +238,8 @@ struct ProxyMetrics::Families {
   prometheus::Gauge* servicePendingG;
   prometheus::Counter* serviceTotalC;
   prometheus::Histogram *opsH, *bytesH, *commitH;
+  prometheus::Gauge* rejectedG;
+  prometheus::Counter* rejectionsC;
   // The change totals arrive as running sums from the state; the counters get the increase.
   std::mutex countersMu;
   uint64_t endpointSeen = 0, serviceSeen = 0;  // totals already added to the counters
@@ -264,10 +279,12 @@ void ProxyMetrics::synced(const sync::SyncReport& r) {
     f_->commitH->Observe(r.stats.commitMs / 1000.0);
   }
   f_->reconcile.Add({{"plan", planName(r.stats.plan)}, {"result", r.stats.ok ? "committed" : "failed"}}).Increment();
-  if (!r.stats.ok) {
-    f_->failures.each([](prometheus::Counter& c) { c.Increment(); });
-    return;
-  }
+  // Upstream counts each failed main transaction; one refused as a whole and then committed
+  // without the services the kernel refuses is one too.
+  if (!r.stats.ok || r.stats.transactionRejected) f_->failures.each([](prometheus::Counter& c) { c.Increment(); });
+  if (!r.stats.ok) return;
+  f_->rejectedG->Set(static_cast<double>(r.stats.rejectedServices));
+  if (r.stats.servicesRefusedNow > 0) f_->rejectionsC->Increment(static_cast<double>(r.stats.servicesRefusedNow));
   f_->last.each([&](prometheus::Gauge& g) { g.Set(seconds(r.finished)); });
   for (const auto& [svc, t] : r.triggerTimes) {
     double latency = std::chrono::duration<double>(r.finished - t).count();

@@ -38,7 +38,9 @@ void SyncLoop::changed() {
 
 SteadyTime SyncLoop::due(SteadyTime now) const {
   SteadyTime d = dirty_ ? std::max(lastSync_ + timings_.minSyncPeriod + backoff_, now) : nextForced_;
-  return std::min(d, nextForced_);
+  d = std::min(d, nextForced_);
+  if (retryAt_) d = std::min(d, std::max(*retryAt_, lastSync_ + timings_.minSyncPeriod));
+  return d;
 }
 
 SteadyTime SyncLoop::step() {
@@ -92,18 +94,24 @@ void SyncLoop::runSync(SteadyTime now) {
   }
   report.consecutiveFailures = failures_;
   nextForced_ = end + timings_.syncPeriod;
+  auto retry = target_.retryIn();
+  retryAt_ = retry ? std::optional<SteadyTime>(end + *retry) : std::nullopt;
   for (SyncObserver* o : observers_) o->synced(report);
 }
 
-void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd) {
+void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd, nft::TableMonitor* monitor) {
   for (;;) {
     SteadyTime next = loop.step();
     auto wait = std::min<std::chrono::nanoseconds>(next - loop.clock().now(), kMaxIdle);
     auto waitMs = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count() + 1);
-    pollfd fds[2] = {{source.fd(), POLLIN, 0}, {stopFd, POLLIN, 0}};
-    int n = poll(fds, 2, static_cast<int>(waitMs));
+    pollfd fds[3] = {{source.fd(), POLLIN, 0}, {stopFd, POLLIN, 0}, {monitor ? monitor->fd() : -1, POLLIN, 0}};
+    int n = poll(fds, monitor ? 3 : 2, static_cast<int>(waitMs));
     if (n > 0 && (fds[1].revents & POLLIN)) return;
     if (n > 0 && (fds[0].revents & POLLIN) && source.processEvents()) loop.changed();
+    if (n > 0 && monitor && (fds[2].revents & POLLIN) && monitor->drain()) {
+      LOG(WARNING) << "our nftables tables were changed by another process; verifying and repairing";
+      loop.kernelChanged();
+    }
   }
 }
 

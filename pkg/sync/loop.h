@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "nft/table_monitor.h"
 #include "pkg/source/source.h"
 #include "pkg/sync/clock.h"
 #include "pkg/sync/syncer.h"
@@ -25,6 +27,12 @@ class SyncTarget {
   virtual SyncStats sync() = 0;
   // After a successful sync: the service keys it covered; nullptr: every service may differ.
   virtual const std::set<std::string>* lastChanges() const = 0;
+  // Parts left out of the last sync that want another try after this long (services the kernel
+  // refused: pkg/sync/isolation.h); the loop syncs then even when nothing changed.
+  virtual std::optional<std::chrono::nanoseconds> retryIn() const { return std::nullopt; }
+  // Someone else changed our tables: the next sync must compare with the kernel, not with what
+  // we believe is committed.
+  virtual void kernelChanged() {}
 };
 
 // What one sync did, for observers. Valid during the callback only.
@@ -63,6 +71,11 @@ class SyncLoop {
 
   // The source applied a change to the state.
   void changed();
+  // Our tables were changed from outside: verify and repair in the next sync.
+  void kernelChanged() {
+    target_.kernelChanged();
+    changed();
+  }
   // Syncs if a sync is due and the source has synced; returns when the next step is due.
   SteadyTime step();
 
@@ -86,13 +99,15 @@ class SyncLoop {
   SteadyTime nextForced_;
   SteadyTime nextWaitLog_;
   std::chrono::nanoseconds backoff_{0};
+  std::optional<SteadyTime> retryAt_;  // the target's own retry (refused services), if any
   int failures_ = 0;
   size_t syncs_ = 0;
   std::map<std::string, WallTime> triggers_;  // taken from the source, not yet reported as synced
 };
 
 // Blocks: waits on the source's fd and stopFd (readable: stop), feeds changes to the loop and
-// steps it. Returns when stopFd becomes readable.
-void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd);
+// steps it. Returns when stopFd becomes readable. With a monitor, someone else's change to our
+// tables makes the next sync verify against the kernel (SyncTarget::kernelChanged).
+void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd, nft::TableMonitor* monitor = nullptr);
 
 }  // namespace kpn::sync

@@ -35,6 +35,8 @@ class StateSyncTarget : public SyncTarget {
     return syncer_.sync(state_);
   }
   const std::set<std::string>* lastChanges() const override { return syncer_.lastChanges(); }
+  std::optional<std::chrono::nanoseconds> retryIn() const override { return syncer_.retryIn(); }
+  void kernelChanged() override { syncer_.kernelChanged(); }
 
  private:
   const Clock& clock_;

@@ -1,8 +1,11 @@
 // One sync: render the whole state, plan the difference from what is committed, commit it as one
 // transaction. Owns the committed picture of our tables and decides when a sync must be full.
+// One service the kernel refuses does not hold up the others (pkg/sync/isolation.h), and only
+// the families this kernel runs nftables for are programmed.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -10,6 +13,7 @@
 #include "nft/runner.h"
 #include "pkg/render/render.h"
 #include "pkg/state/cluster_state.h"
+#include "pkg/sync/isolation.h"
 
 namespace kpn::sync {
 
@@ -23,6 +27,15 @@ struct SyncStats {
   size_t bytes = 0;  // the transaction as sent (0 from runners that do not say)
   double renderMs = 0, diffMs = 0, commitMs = 0;
   double afterMs = 0;  // bookkeeping once the rules are committed
+  size_t rejectedServices = 0;  // left out of this sync because the kernel refuses their rules
+  bool transactionRejected = false;  // the kernel refused the first transaction as a whole
+  size_t servicesRefusedNow = 0;     // services this sync's bisection found refused
+};
+
+// Failure counts since start (pkg/metrics counts the same from each SyncStats).
+struct SyncFailureCounts {
+  uint64_t rejectedTransactions = 0;  // commits the kernel refused as a whole
+  uint64_t serviceRejections = 0;     // services found refused by bisection, counted per finding
 };
 
 class Syncer {
@@ -42,15 +55,43 @@ class Syncer {
   // leftovers): run after each successful commit until it returns true.
   void afterCommit(std::function<bool()> work) { afterCommit_ = std::move(work); }
 
+  // How long until a refused service is due to be tried again: the loop should sync then. The
+  // syncer keeps its retry times on std::chrono::steady_clock; the loop adds this to its own now.
+  std::optional<std::chrono::nanoseconds> retryIn() const;
+  // Service keys ("ns/name") currently left out because the kernel refuses their rules.
+  std::set<std::string> rejectedServices() const;
+  const SyncFailureCounts& failureCounts() const { return failures_; }
+  // Someone else changed our tables (nft::TableMonitor): the next sync plans against a listing
+  // of the kernel (full), not against what we believe is committed.
+  void kernelChanged() {
+    if (mode_ == Mode::Incremental) mode_ = Mode::Full;
+  }
+  // How many syncs found the kernel fingerprint changed under us and went full.
+  uint64_t fingerprintMismatches() const { return fingerprintMismatches_; }
+  // The families programmed (after the first sync: those the kernel runs nftables for).
+  const std::set<nft::Family>& families() const { return families_; }
+
  private:
   enum class Mode { Startup, Incremental, Full };
   bool listKernel(std::vector<nft::ListedTable>& out);
+  void probeFamilies();
+  std::vector<nft::TableId> ourTables() const;
+  void takeFingerprint();
+  bool fingerprintDiffers();
+  nft::Plan plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
+                 const std::set<std::string>* onlyOwners, SyncStats::Plan* how = nullptr) const;
   render::Renderer& renderer_;
   nft::Runner& runner_;
   nft::Committed committed_;
   Mode mode_ = Mode::Startup;
   std::set<std::string> lastChanges_;
   bool lastWasIncremental_ = false;
+  bool familiesProbed_ = false;
+  std::set<nft::Family> families_;  // supported
+  std::optional<nft::KernelFingerprint> fingerprint_;  // after our last commit
+  uint64_t fingerprintMismatches_ = 0;
+  RetryBook rejected_;
+  SyncFailureCounts failures_;
   std::function<bool()> afterCommit_;
 };
 
