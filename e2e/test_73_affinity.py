@@ -37,7 +37,7 @@ def stuck_to(agent, host, n=20, what=""):
     return next(iter(own))
 
 
-def setup(lab, timeout):
+def start_lab(lab, timeout):
     clients = [lab.add_pod("client1"), lab.add_pod("client2")]
     eps = lab.add_backends(3, tcp=[8080], udp=[])
     lab.manifests.write("node.yaml", node_object())
@@ -48,7 +48,7 @@ def setup(lab, timeout):
 
 def setup_and_stick(lab, family, timeout):
     """Two clients, three endpoints; each client's 20 connections stick to one endpoint."""
-    d, agents, eps = setup(lab, timeout)
+    d, agents, eps = start_lab(lab, timeout)
     host = V4 if family == "v4" else V6
     addr = (lambda p: p.v4) if family == "v4" else (lambda p: p.v6)
     stuck = [stuck_to(a, host, what=f"client{i + 1}") for i, a in enumerate(agents)]
