@@ -58,8 +58,13 @@ def test_issue_configmap_verbatim_with_hostname_override_serves_traffic(lab):
     # no clientConnection.kubeconfig: so this copy adds that one field, as a DaemonSet's ConfigMap
     # does (deploy/configmap.yaml), and is otherwise the ConfigMap verbatim.
     path = write(lab, "config.conf", ISSUE_CONFIGMAP + f"clientConnection:\n  kubeconfig: {kubeconfig}\n")
-    d = config_daemon(lab, path, extra=[f"--kubeconfig={kubeconfig}"]).start()
-    d.wait_syncs(1, timeout=30)
+    d = config_daemon(lab, path, extra=[f"--kubeconfig={kubeconfig}"])
+    # Started by the name kubeadm's DaemonSet uses (the image links /usr/local/bin/kube-proxy to
+    # the binary), so swapping only the image is enough.
+    kube_proxy = os.path.join(lab.tmp, "kube-proxy")
+    os.symlink(netlab.BIN, kube_proxy)
+    d.args[0] = kube_proxy
+    d.start().wait_syncs(1, timeout=30)
     expect_answers(lab.agent(client), "10.96.0.20", 80, [a.v4], [client.v4], what="ClusterIP under --config")
 
     err = d.stderr()
