@@ -170,6 +170,16 @@ def write_atomic(path, obj):
     os.rename(tmp, path)
 
 
+# What share of the services get ClientIP affinity or a scheduler annotation (run_bench.py
+# --affinity-share / --scheduler): every N-th service and every probe; N = 0: none.
+SHARE = {"every": 0, "affinity": False, "scheduler": None}
+
+
+def set_share(fraction, affinity=False, scheduler=None):
+    SHARE["every"] = int(round(1 / fraction)) if fraction > 0 else 0
+    SHARE["affinity"], SHARE["scheduler"] = affinity, scheduler
+
+
 class State:
     """The generated cluster: every service name -> (clusterIP, [endpoint IPs]), plus allocators
     positioned after everything already used, so later changes stay unique."""
@@ -190,6 +200,7 @@ class State:
             self.bulk_names.append(self._new_service("svc-%05d" % i, endpoints))
         for i in range(probes):
             self.probe_names.append(self._new_service("probe-%02d" % i, endpoints))
+        self.probe_names_set = set(self.probe_names) if SHARE["every"] else set()
 
     def _new_service(self, name, n_eps):
         self._uid += 1
@@ -207,7 +218,16 @@ class State:
     def objects_for(self, name):
         s = self.services[name]
         ext = s.get("external")
-        return [service_obj(name, s["ip"], s["uid"], ext),
+        svc = service_obj(name, s["ip"], s["uid"], ext)
+        # Every 1/share-th service (and every probe, so that the measured changes hit them):
+        # ClientIP affinity, or the scheduler annotation.
+        picked = name in self.probe_names_set or (SHARE["every"] and s["uid"] % SHARE["every"] == 0)
+        if picked and SHARE["affinity"]:
+            svc["spec"]["sessionAffinity"] = "ClientIP"
+            svc["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
+        if picked and SHARE["scheduler"]:
+            svc["metadata"]["annotations"] = {"kube-proxy-nft.io/scheduler": SHARE["scheduler"]}
+        return [svc,
                 slice_obj(name, s["eps"], s["uid"], s["gen"], local_first=ext is not None)]
 
     def file_for(self, name):

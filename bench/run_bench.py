@@ -849,7 +849,15 @@ def main():
     ap.add_argument("--baseline-binary", default=os.environ.get("KPN_BASELINE_BIN") or None,
                     help="also run the ClusterIP state at the big size with this (older) binary, for a "
                          "same-run comparison (env KPN_BASELINE_BIN)")
+    ap.add_argument("--affinity-share", type=float, default=0.0,
+                    help="give this share of the services (and every probe) ClientIP affinity, e.g. 0.1")
+    ap.add_argument("--scheduler", default=None,
+                    help="give --scheduler-share of the services (and every probe) this scheduler annotation")
+    ap.add_argument("--scheduler-share", type=float, default=0.1)
     a = ap.parse_args()
+    if a.affinity_share or a.scheduler:
+        gen_state.set_share(a.affinity_share or a.scheduler_share, affinity=a.affinity_share > 0,
+                            scheduler=a.scheduler)
     if a.quick:
         sizes = [("200x10", 200, 10), ("2kx10", 2000, 10), ("4kx1", 4000, 1)]
         a.changes = min(a.changes, 5)

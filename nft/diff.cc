@@ -108,6 +108,7 @@ bool sameRules(const std::vector<ListedRule>& listed, const std::vector<Rule>& w
 }
 
 bool sameDeclaration(const ListedSet& ls, const SetDecl& d) {
+  if (d.dynamic) return !ls.isMap;              // nor a typeof set
   if (!d.typeofSpec.empty()) return ls.isMap;  // nft 1.0.6 lists a typeof map in a form we can't compare
   return ls.keyType == d.keyType && ls.dataType == d.dataType && ls.isMap == !d.dataType.empty();
 }
@@ -314,6 +315,7 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
         ph.delSets.deleteSet(tt.family, tt.name, SetDecl{setName, ks.keyType, ks.isMap ? ks.dataType : "", ""});
         continue;
       }
+      if (d->dynamic) continue;  // the data path's entries (affinity): kept across restarts
       auto w = want.elements.find(setName);
       for (const auto& [keyJson, valueJson] : ks.elements) {
         const Owned<Element>* e = nullptr;
@@ -366,7 +368,8 @@ Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to) {
       SetDecl listed{name, ks.keyType, ks.isMap ? ks.dataType : "", ""};
       const SetDecl* d = findDecl(&tt, name);
       if (d && sameDeclaration(ks, *d)) {
-        if (!ks.elements.empty()) ph.tables.flushSet(tt.family, tt.name, listed);
+        // A dynamic set's entries reference no chain: affinity survives a resync.
+        if (!ks.elements.empty() && !d->dynamic) ph.tables.flushSet(tt.family, tt.name, listed);
       } else {
         ph.dropStale.deleteSet(tt.family, tt.name, listed);  // after the flushes nothing references it
       }

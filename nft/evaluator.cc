@@ -116,6 +116,7 @@ struct Chooser {
   }
   uint32_t pick(uint64_t n, Selection how) {
     if (n == 0 || n > (1u << 20)) throw Unsupported("a numgen/hash modulus of " + std::to_string(n));
+    if (n == 1) return 0;  // no choice at all: `numgen random mod 1 offset i` is the constant i
     if (pos == script.size()) {
       script.push_back(0);
       sizes.push_back(static_cast<uint32_t>(n));
@@ -193,6 +194,7 @@ class Run {
     c.masquerade = masquerade_;
     c.sourceSeen = pkt_.saddr;
     c.notes = std::move(notes_);
+    c.recorded = std::move(recorded_);
     c.path = std::move(path_);
     c.chains = std::move(chains_);
     return c;
@@ -465,6 +467,8 @@ class Run {
         } else if (k == "dnat") {
           dnat(t, body, actions);
           return done({RuleResult::Accept, ""});
+        } else if (k == "set") {
+          updateSet(t, body, actions);
         } else if (k == "masquerade") {
           masquerade(actions);
           return done({RuleResult::Accept, ""});
@@ -508,7 +512,8 @@ class Run {
     bool negate = op == "!=";
     if (isSetRef(right) || (right.IsObject() && right.HasMember("set"))) {
       if (op != "==" && op != "!=" && op != "in") throw Unsupported("set match with op " + op);
-      return (find(t, left, right, nullptr) != nullptr) != negate;
+      bool found = find(t, left, right, nullptr) != nullptr || inDynamicEntries(right, left);
+      return found != negate;
     }
     if (op == "in") {
       // nft's implicit bit test (ct state new, ct status dnat): any bit in common.
@@ -689,6 +694,36 @@ class Run {
     actions.push_back("dnat to " + (pkt_.family == Family::IPv6 ? "[" + addr + "]" : addr) + ":" + std::to_string(port));
   }
 
+  // A lookup in a named set also sees what earlier connections put there (session affinity).
+  bool inDynamicEntries(const JValue& setExpr, const Value& v) const {
+    if (!isSetRef(setExpr) || env_.dynamicEntries.empty()) return false;
+    const std::string name = setExpr.GetString() + 1, key = valueKey(v);
+    for (const SetEntry& e : env_.dynamicEntries)
+      if (e.set == name && e.key == key) return true;
+    return false;
+  }
+
+  // update/add @set { key [timeout Ns] }: recorded on the candidate; the packet goes on.
+  void updateSet(const EvalTable& t, const JValue& b, std::vector<std::string>& actions) {
+    std::string op = str(b, "op");
+    if (op != "update" && op != "add") throw Unsupported("set statement " + op);
+    if (!b.HasMember("set") || !isSetRef(b["set"]) || !b.HasMember("elem")) throw Unsupported("set statement without @set/elem");
+    const std::string name = b["set"].GetString() + 1;
+    if (!t.sets.count(name)) throw Unsupported("an update of @" + name + ", which does not exist");
+    const JValue* elem = &b["elem"];
+    uint64_t timeout = 0;
+    if (elem->IsObject() && elem->HasMember("elem")) {
+      const JValue& wrapped = (*elem)["elem"];
+      if (!wrapped.HasMember("val")) throw Unsupported("a set element without val");
+      timeout = uintMember(wrapped, "timeout", 0);
+      elem = &wrapped["val"];
+    }
+    Value key = expr(t, *elem);
+    SetEntry e{name, valueKey(key), valueText(key), timeout};
+    actions.push_back(op + " @" + name + " { " + e.text + (timeout ? " timeout " + std::to_string(timeout) + "s" : "") + " }");
+    recorded_.push_back(std::move(e));
+  }
+
   void masquerade(std::vector<std::string>& actions) {
     if (hook_ != "postrouting") throw Unsupported("masquerade outside postrouting");
     const std::string& src = env_.masqueradeSource[pkt_.family == Family::IPv4 ? 0 : 1];
@@ -717,11 +752,12 @@ class Run {
   std::vector<std::string> notes_;
   std::vector<Lookup> lookups_;  // of the rule being evaluated
   std::vector<std::string> chains_;
+  std::vector<SetEntry> recorded_;
 };
 
 bool sameOutcome(const Candidate& a, const Candidate& b) {
-  return std::tie(a.verdict, a.translated, a.address, a.port, a.masquerade, a.sourceSeen, a.notes) ==
-         std::tie(b.verdict, b.translated, b.address, b.port, b.masquerade, b.sourceSeen, b.notes);
+  return std::tie(a.verdict, a.translated, a.address, a.port, a.masquerade, a.sourceSeen, a.notes, a.recorded) ==
+         std::tie(b.verdict, b.translated, b.address, b.port, b.masquerade, b.sourceSeen, b.notes, b.recorded);
 }
 
 std::string summary(const Trace& t) {
@@ -859,6 +895,7 @@ std::string traceText(const Trace& t) {
     }
     out += "\n";
     for (const auto& n : c.notes) out += "      note: " + n + "\n";
+    for (const auto& e : c.recorded) out += "      remembers: @" + e.set + " { " + e.text + " }\n";
     for (const auto& s : c.path) {
       if (s.chain.empty()) {
         out += "      " + s.hook + ": " + s.action + "\n";

@@ -9,7 +9,7 @@
 // jump/goto/return, the first packet of a connection (ct state new; ct status dnat after a DNAT;
 // nat chains once per hook), sets and maps (named, anonymous, concatenations, prefixes, ranges),
 // verdict maps, dnat through maps, masquerade, marks, fib type local, numgen/jhash (every slot
-// enumerated). What it does not: see docs/architecture.md ("The packet evaluator").
+// enumerated), dynamic set updates (reported per candidate; entries alive given by the caller). What it does not: see docs/architecture.md ("The packet evaluator").
 #pragma once
 
 #include <cstdint>
@@ -42,7 +42,21 @@ struct Route {
   std::string ifname;  // e.g. "cni0"
 };
 
+// An entry the data path put into a dynamic set (`update @set { key timeout Ns }`: session
+// affinity): reported on the candidate that added it, and given back to later traces in
+// Environment::dynamicEntries to say "this entry is alive now" (time is not modelled: an entry
+// that timed out is simply not given).
+struct SetEntry {
+  std::string set;       // without '@'
+  std::string key;       // the key's canonical form (as lookups compare it)
+  std::string text;      // readable: "10.0.1.5 . 10.96.0.10 . 80 . 1"
+  uint64_t timeout = 0;  // seconds; 0: the set's own
+  bool operator==(const SetEntry& o) const { return set == o.set && key == o.key && timeout == o.timeout; }
+};
+
 struct Environment {
+  // Entries alive in dynamic sets before this packet (earlier connections' SetEntry values).
+  std::vector<SetEntry> dynamicEntries;
   // The node's own addresses (both families): `fib … type local`, and the routing decision after
   // prerouting (a local destination goes to input, anything else is forwarded). Loopback always is.
   std::vector<std::string> localAddresses;
@@ -98,6 +112,7 @@ struct Candidate {
   // Things worth telling: a map lookup that found no element for this branch's slot (the kernel
   // then ends that rule and goes on with the next one), an unsupported expression, ...
   std::vector<std::string> notes;
+  std::vector<SetEntry> recorded;     // what this packet added to or refreshed in dynamic sets
   std::vector<Step> path;
   // The chains as `nft monitor trace` names them, in order: a chain each time one of its rules
   // had the packet (matched and continued, or decided), and a base chain again where its policy

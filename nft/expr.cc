@@ -57,6 +57,18 @@ Expr numgenRandom(uint32_t mod, uint32_t offset) {
               ",\"offset\":" + std::to_string(offset) + "}}",
           "numgen random mod " + std::to_string(mod) + " offset " + std::to_string(offset)};
 }
+Expr numgenInc(uint32_t mod) {
+  return {"{\"numgen\":{\"mode\":\"inc\",\"mod\":" + std::to_string(mod) + ",\"offset\":0}}",
+          "numgen inc mod " + std::to_string(mod)};
+}
+Expr jhash(const Expr& input, uint32_t mod, uint32_t seed) {
+  // As nft 1.0.6 lists it: no offset member when it is 0, the seed in decimal.
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%x", seed);
+  return {"{\"jhash\":{\"mod\":" + std::to_string(mod) + ",\"seed\":" + std::to_string(seed) + ",\"expr\":" +
+              input.json + "}}",
+          "jhash " + input.text + " mod " + std::to_string(mod) + " seed " + hex};
+}
 Expr bitAnd(const Expr& e, uint32_t m) { return binop("&", "&", e, m); }
 Expr bitOr(const Expr& e, uint32_t m) { return binop("|", "|", e, m); }
 Expr bitXor(const Expr& e, uint32_t m) { return binop("^", "^", e, m); }
@@ -105,6 +117,22 @@ Stmt dnatMap(Family f, const Expr& key, const std::string& mapName) {
   return {std::string("{\"dnat\":{\"family\":\"") + familyName(f) + "\",\"addr\":{\"map\":{\"key\":" +
               key.json + ",\"data\":" + jsonString("@" + mapName) + "}}}}",
           std::string("dnat ") + familyName(f) + " to " + key.text + " map @" + mapName, {}, {mapName}};
+}
+Stmt setUpdate(const Expr& key, uint32_t timeoutSeconds, const std::string& setName) {
+  const std::string t = std::to_string(timeoutSeconds);
+  return {"{\"set\":{\"op\":\"update\",\"elem\":{\"elem\":{\"val\":" + key.json + ",\"timeout\":" + t +
+              "}},\"set\":" + jsonString("@" + setName) + "}}",
+          "update @" + setName + " { " + key.text + " timeout " + t + "s }", {}, {setName}};
+}
+Stmt numgenGoto(const std::vector<std::string>& targets) {
+  const Expr key = ex::numgenRandom(static_cast<uint32_t>(targets.size()), 0);
+  std::string json = "{\"vmap\":{\"key\":" + key.json + ",\"data\":{\"set\":[";
+  std::string text = key.text + " vmap { ";
+  for (size_t i = 0; i < targets.size(); ++i) {
+    json += (i ? ",[" : "[") + std::to_string(i) + "," + gotoVerdict(targets[i]).json + "]";
+    text += (i ? ", " : "") + std::to_string(i) + " : goto " + targets[i];
+  }
+  return {json + "]}}}", text + " }", targets, {}};
 }
 Stmt masqueradeFullyRandom() {
   return {"{\"masquerade\":{\"flags\":\"fully-random\"}}", "masquerade fully-random", {}, {}};

@@ -38,6 +38,8 @@ Expr number(int64_t n);
 Expr prefix(const std::string& canonicalIp, int len);
 Expr concat(const std::vector<Expr>& parts);
 Expr numgenRandom(uint32_t mod, uint32_t offset);
+Expr numgenInc(uint32_t mod);                            // numgen inc mod N: exact rotation per rule
+Expr jhash(const Expr& input, uint32_t mod, uint32_t seed);  // jhash <input> mod N seed S
 Expr bitAnd(const Expr& e, uint32_t mask);
 Expr bitOr(const Expr& e, uint32_t mask);
 Expr bitXor(const Expr& e, uint32_t mask);
@@ -57,6 +59,10 @@ Stmt ret();
 Stmt reject(Family f);  // ICMP(v6) port unreachable: connect() fails with ECONNREFUSED
 // dnat <family> to <key> map @map, where the map yields address . port
 Stmt dnatMap(Family f, const Expr& key, const std::string& mapName);
+// update @set { key timeout Ns }: adds the key, or refreshes its timeout (session affinity).
+Stmt setUpdate(const Expr& key, uint32_t timeoutSeconds, const std::string& setName);
+// numgen random mod N vmap { 0 : goto targets[0], ... }: an anonymous verdict map.
+Stmt numgenGoto(const std::vector<std::string>& targets);
 Stmt masqueradeFullyRandom();
 Stmt markSet(const Expr& value);
 }  // namespace st

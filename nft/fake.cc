@@ -203,7 +203,7 @@ RunResult FakeRunner::list(Family f, const std::string& table, ListedTable* out)
   }
   for (const auto& [name, s] : ti->second.sets) {
     ListedSet& ls = out->sets[name];
-    ls.isMap = !s.decl.dataType.empty() || !s.decl.typeofSpec.empty();
+    ls.isMap = !s.decl.dataType.empty() || (!s.decl.typeofSpec.empty() && !s.decl.dynamic);
     ls.keyType = s.decl.typeofSpec.empty() ? s.decl.keyType : std::vector<std::string>{"integer"};
     ls.dataType = s.decl.dataType;
     for (const auto& [key, v] : s.elements) ls.elements[key] = v.first;

@@ -45,8 +45,14 @@ struct SetDecl {
   // Non-empty: a map nft 1.0.6 JSON cannot declare (typeof), declared once at start-up in native
   // syntax, e.g. "numgen random mod 1 : ip daddr . tcp dport". keyType/dataType are then unused.
   std::string typeofSpec;
+  // A set the data path fills (`update @set { … timeout Ns }`: session affinity): declared natively
+  // with its typeofSpec as `add set … { typeof …; flags dynamic,timeout; size … }`. Its elements
+  // belong to the kernel: a reconcile never deletes them and a full resync never flushes them, so
+  // they survive restarts and failed syncs.
+  bool dynamic = false;
   bool operator==(const SetDecl& o) const {
-    return name == o.name && keyType == o.keyType && dataType == o.dataType && typeofSpec == o.typeofSpec;
+    return name == o.name && keyType == o.keyType && dataType == o.dataType && typeofSpec == o.typeofSpec &&
+           dynamic == o.dynamic;
   }
 };
 

@@ -166,7 +166,7 @@ std::string Transaction::toJson() const {
         out += ",\"expr\":" + op.rule().exprJson + "}";
         break;
       case Kind::Set: {
-        bool isMap = !op.set->dataType.empty() || !op.set->typeofSpec.empty();
+        bool isMap = !op.set->dataType.empty() || (!op.set->typeofSpec.empty() && !op.set->dynamic);
         out += isMap ? "\"map\":{" : "\"set\":{";
         appendObjectHead(out, op);
         out += ",\"name\":" + jsonString(op.name);
@@ -233,7 +233,7 @@ std::string Transaction::toText() const {
           out += head + (isMap ? "map " : "set ") + where + " " + op.name + " { type " + typeText(op.set->keyType) +
                  (isMap ? " : " + op.set->dataType : "") + " ; }\n";
         } else {
-          bool isMap = !op.set->dataType.empty() || !op.set->typeofSpec.empty();
+          bool isMap = !op.set->dataType.empty() || (!op.set->typeofSpec.empty() && !op.set->dynamic);
           out += head + (isMap ? "map " : "set ") + where + " " + op.name + "\n";
         }
         break;
@@ -247,6 +247,9 @@ std::string Transaction::toText() const {
 }
 
 std::string nativeTypeofDeclaration(Family f, const std::string& table, const SetDecl& set) {
+  if (set.dynamic)
+    return std::string("add set ") + familyName(f) + " " + table + " " + set.name + " { typeof " + set.typeofSpec +
+           " ; flags dynamic,timeout ; size " + std::to_string(kDynamicSetSize) + " ; }";
   return std::string("add map ") + familyName(f) + " " + table + " " + set.name + " { typeof " +
          set.typeofSpec + " ; }";
 }

@@ -2,6 +2,7 @@
 // libnftables JSON (what the daemon commits) or as native nft text (--dry-run, logs).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,7 +67,11 @@ class Transaction {
 };
 
 // The native declaration of a typeof map (nft 1.0.6 JSON cannot express it), built only from our
-// own constant names: "add map ip kube-proxy backends-tcp-0 { typeof ... ; }".
+// own constant names: "add map ip kube-proxy backends-tcp-0 { typeof ... ; }"; a dynamic set's:
+// "add set ip kube-proxy affinity-tcp { typeof ... ; flags dynamic,timeout ; size N ; }".
+// nft's default size for a dynamic set is 65535; ours are shared by every affinity service of a
+// key space, so they get room for more clients (memory is taken per entry, not up front).
+inline constexpr uint32_t kDynamicSetSize = 1048576;
 std::string nativeTypeofDeclaration(Family f, const std::string& table, const SetDecl& set);
 
 }  // namespace kpn::nft

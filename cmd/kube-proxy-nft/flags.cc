@@ -47,7 +47,9 @@ DEFINE_string(iptables_min_sync_period, "1s", "Upstream's name for --min-sync-pe
 DEFINE_string(iptables_sync_period, "30s", "Upstream's name for --sync-period (ignored in ipvs mode, as upstream)");
 DEFINE_string(ipvs_min_sync_period, "0s", "In ipvs mode: --min-sync-period (ipvs.minSyncPeriod)");
 DEFINE_string(ipvs_sync_period, "30s", "In ipvs mode: --sync-period (ipvs.syncPeriod)");
-DEFINE_string(ipvs_scheduler, "", "Kept for later (ipvs.scheduler): endpoints are chosen at random per connection today");
+DEFINE_string(ipvs_scheduler, "", "As --scheduler (ipvs.scheduler): rr, wrr, sh, mh map to ours (docs/schedulers.md)");
+DEFINE_string(scheduler, "", "Default scheduler of services without the kube-proxy-nft.io/scheduler annotation: "
+              "random (default), round-robin, source-hash, or an IPVS name (ipvs.scheduler)");
 DEFINE_string(ipvs_exclude_cidrs, "", "Accepted (ipvs.excludeCIDRs): we never touch IPVS");
 DEFINE_bool(ipvs_strict_arp, false, "Accepted, not honoured (ipvs.strictARP)");
 DEFINE_string(ipvs_tcp_timeout, "0s", "Accepted, not honoured (ipvs.tcpTimeout)");

@@ -157,6 +157,7 @@ const std::vector<Flag>& flagTable() {
       {"sync-period", Kind::Field, nullptr},
       {"min-sync-period", Kind::Field, nullptr},
       {"ipvs-scheduler", Kind::Field, [](Loaded& l, S v) { l.config.ipvs.scheduler = v; }},
+      {"scheduler", Kind::Field, [](Loaded& l, S v) { l.config.ipvs.scheduler = v; }},
       {"ipvs-exclude-cidrs", Kind::Field, [](Loaded& l, S v) { l.config.ipvs.excludeCIDRs = splitComma(v); }},
       {"ipvs-strict-arp", Kind::Field, [](Loaded& l, S v) { l.config.ipvs.strictARP = toBool("ipvs-strict-arp", v); }},
       {"ipvs-tcp-timeout", Kind::Field, [](Loaded& l, S v) { l.config.ipvs.tcpTimeout = toDuration("ipvs-tcp-timeout", v); }},

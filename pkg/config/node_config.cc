@@ -24,6 +24,12 @@ std::optional<std::string> toNodeConfig(const ProxyConfig& c, render::NodeConfig
   for (const std::string& a : c.nodePortAddresses) joined += (joined.empty() ? "" : ",") + a;
   for (const std::string& w : render::parseNodePortAddresses(joined, out))
     if (warnings) warnings->push_back(w);
+  const render::SchedulerChoice sched = render::parseScheduler(c.ipvs.scheduler);
+  out.scheduler = sched.scheduler;
+  if (warnings && !sched.known)
+    warnings->push_back("scheduler \"" + c.ipvs.scheduler +
+                        "\" is not one we know (random, round-robin, source-hash, or IPVS's rr, wrr, sh, mh, lc, ...): random");
+  if (warnings && !sched.warning.empty()) warnings->push_back(sched.warning);
   if (auto err = render::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
                                           c.detectLocal.interfaceNamePrefix, out))
     return "detectLocalMode: " + *err;

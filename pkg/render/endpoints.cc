@@ -17,6 +17,7 @@ void sortUnique(std::vector<EndpointChoice>& v) {
 // ones of each kind (one pass).
 struct Collected {
   std::vector<EndpointChoice> ready, fallback, localReady, localFallback;
+  std::vector<const api::Endpoint*> readyFrom;  // the endpoint of each `ready` entry (its hints)
 };
 void collect(const api::ServicePort& sp, const std::vector<const api::EndpointSlice*>& slices,
              const std::string& addressType, const std::string& nodeName, bool local, Collected& out) {
@@ -33,6 +34,7 @@ void collect(const api::ServicePort& sp, const std::vector<const api::EndpointSl
       EndpointChoice c{ep.addresses.front(), *match->port, local, local || nodeName.empty() || ep.nodeName.empty()};
       if (ep.conditions.isReady()) {
         out.ready.push_back(c);
+        out.readyFrom.push_back(&ep);
         if (local && c.local) out.localReady.push_back(c);
       } else if (ep.conditions.isServing() && ep.conditions.isTerminating()) {
         out.fallback.push_back(c);
@@ -40,6 +42,34 @@ void collect(const api::ServicePort& sp, const std::vector<const api::EndpointSl
       }
     }
   }
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// Upstream's topologyModeFromHints over the ready endpoints.
+std::string topologyMode(const Collected& c, const std::string& nodeName, const std::string& zone) {
+  if (c.readyFrom.empty()) return "";
+  bool allNodeHints = true, forNode = false, allZoneHints = true, forZone = false;
+  for (const api::Endpoint* ep : c.readyFrom) {
+    if (ep->hintNodes.empty()) allNodeHints = false;
+    else if (!nodeName.empty() && has(ep->hintNodes, nodeName)) forNode = true;
+    if (ep->hintZones.empty()) allZoneHints = false;
+    else if (!zone.empty() && has(ep->hintZones, zone)) forZone = true;
+  }
+  if (allNodeHints && forNode) return "PreferSameNode";
+  if (allZoneHints && forZone) return "PreferSameZone";
+  return "";
+}
+
+std::vector<EndpointChoice> readyForTopology(const Collected& c, const std::string& mode, const std::string& nodeName,
+                                             const std::string& zone) {
+  if (mode.empty()) return c.ready;
+  std::vector<EndpointChoice> out;
+  for (size_t i = 0; i < c.ready.size(); ++i) {
+    const api::Endpoint& ep = *c.readyFrom[i];
+    if (mode == "PreferSameNode" ? has(ep.hintNodes, nodeName) : has(ep.hintZones, zone)) out.push_back(c.ready[i]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -55,11 +85,15 @@ std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& sp,
 }
 
 EndpointSets categorizeEndpoints(const api::ServicePort& sp, const std::vector<const api::EndpointSlice*>& slices,
-                                 const std::string& addressType, const std::string& nodeName) {
+                                 const std::string& addressType, const std::string& nodeName,
+                                 const std::string& zone) {
   EndpointSets out;
   Collected c;
   collect(sp, slices, addressType, nodeName, !nodeName.empty(), c);
-  out.cluster = c.ready.empty() ? std::move(c.fallback) : std::move(c.ready);
+  out.topology = topologyMode(c, nodeName, zone);
+  // A mode is only chosen when some ready endpoint is hinted for us, so this is never empty
+  // while ready endpoints exist.
+  out.cluster = c.ready.empty() ? std::move(c.fallback) : readyForTopology(c, out.topology, nodeName, zone);
   out.local = c.localReady.empty() ? std::move(c.localFallback) : std::move(c.localReady);
   sortUnique(out.cluster);
   sortUnique(out.local);

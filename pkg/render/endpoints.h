@@ -33,10 +33,20 @@ std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& port,
 // the endpoints on this node, chosen the same way among them alone (ready local ones, else the
 // serving-and-terminating local ones), so a node whose local pods are all terminating keeps
 // serving Local-policy traffic with them while cluster traffic goes to ready pods elsewhere.
+//
+// Topology (upstream's pkg/proxy/topology.go), for `cluster` only (a Local policy takes
+// precedence): when every ready endpoint has node hints (`hints.forNodes`) and one is hinted for
+// this node, only those; otherwise when every ready endpoint has zone hints and one is hinted for
+// `zone` (this Node's topology.kubernetes.io/zone), only those; otherwise all. The hints are what
+// the EndpointSlice controller writes for trafficDistribution PreferClose / PreferSameZone /
+// PreferSameNode (and topology-mode Auto), so as upstream the Service field itself is not read.
+// The terminating fallback (no ready endpoint at all) ignores topology.
 struct EndpointSets {
   std::vector<EndpointChoice> cluster, local;
+  std::string topology;  // "", "PreferSameNode" or "PreferSameZone": what chose `cluster`
 };
 EndpointSets categorizeEndpoints(const api::ServicePort& port, const std::vector<const api::EndpointSlice*>& slices,
-                                 const std::string& addressType, const std::string& nodeName);
+                                 const std::string& addressType, const std::string& nodeName,
+                                 const std::string& zone = "");
 
 }  // namespace kpn::render

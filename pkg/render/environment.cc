@@ -40,6 +40,8 @@ Environment deriveEnvironment(const NodeConfig& cfg, const api::Node* node,
     // Primary node IPs: from the Node object; without one, the default route's interface.
     if (node) {
       fe.nodeIPs = nodePrimaryIPs(*node, f);
+      auto zone = node->meta.labels.find("topology.kubernetes.io/zone");
+      if (zone != node->meta.labels.end()) fe.zone = zone->second;
     } else {
       fe.nodeIPs = defaultRouteAddresses(host, f);
       if (!fe.nodeIPs.empty())

@@ -26,10 +26,13 @@ struct FamilyEnvironment {
   bool nodePortMatchAll = false;          // a /0 in --nodeport-addresses: every local address
   std::vector<std::string> nodePortIPs;  // otherwise: the addresses NodePorts answer on
   std::vector<std::string> serviceCIDRs;  // unallocated addresses inside are dropped
+  // This node's topology.kubernetes.io/zone label ("" without one or without a Node): topology
+  // hints choose endpoints by it, so a label change re-renders every service, as upstream.
+  std::string zone;
 
-  // What per-service Parts depend on (the node IPs a source range is tested against); the rest,
+  // What per-service Parts depend on (the node IPs a source range is tested against, the zone); the rest,
   // the local-traffic detector included, only shapes the base part.
-  bool sameForServices(const FamilyEnvironment& o) const { return nodeIPs == o.nodeIPs; }
+  bool sameForServices(const FamilyEnvironment& o) const { return nodeIPs == o.nodeIPs && zone == o.zone; }
   bool operator==(const FamilyEnvironment& o) const {
     return sameForServices(o) && localKind == o.localKind && localValue == o.localValue && nodePortMatchAll == o.nodePortMatchAll && nodePortIPs == o.nodePortIPs &&
            serviceCIDRs == o.serviceCIDRs;

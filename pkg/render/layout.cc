@@ -1,5 +1,6 @@
 #include "pkg/render/layout.h"
 
+#include "pkg/render/affinity.h"
 #include "pkg/render/pick_chains.h"
 
 namespace kpn::render {
@@ -42,6 +43,7 @@ std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
       {kLocalServiceNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
   };
   for (SetDecl& d : backendsMapDeclarations(f)) decls.push_back(std::move(d));
+  for (SetDecl& d : affinitySetDeclarations(f)) decls.push_back(std::move(d));
   return decls;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pkg/net/ip.h"
+#include "pkg/render/scheduler.h"
 
 namespace kpn::render {
 
@@ -27,6 +28,9 @@ struct NodeConfig {
   LocalDetectMode detectLocal = LocalDetectMode::ClusterCIDR;
   std::string podBridgeInterface;          // BridgeInterface
   std::string podInterfaceNamePrefix;      // InterfaceNamePrefix
+
+  // --scheduler / ipvs.scheduler: the default of services without the scheduler annotation.
+  Scheduler scheduler = Scheduler::Random;
 };
 
 // "--cluster-cidr" value: at most one CIDR per family, comma separated. Returns an error text.

@@ -1,18 +1,19 @@
 #include "pkg/render/pick_chains.h"
 
+#include "pkg/render/affinity.h"
+#include "pkg/render/maglev.h"
+
 namespace kpn::render {
 
 using namespace kpn::nft;
 
-namespace {
-
-const api::Protocol kProtocols[] = {api::Protocol::TCP, api::Protocol::UDP, api::Protocol::SCTP};
-const KeySpace kSpaces[] = {KeySpace::Address, KeySpace::LocalAddress, KeySpace::NodePort, KeySpace::LocalNodePort};
+const std::vector<api::Protocol> kProtocols = {api::Protocol::TCP, api::Protocol::UDP, api::Protocol::SCTP};
+const std::vector<KeySpace> kSpaces = {KeySpace::Address, KeySpace::LocalAddress, KeySpace::NodePort,
+                                       KeySpace::LocalNodePort};
 
 bool keyedByAddress(KeySpace s) { return s == KeySpace::Address || s == KeySpace::LocalAddress; }
 bool localSubset(KeySpace s) { return s == KeySpace::LocalAddress || s == KeySpace::LocalNodePort; }
 
-// The packet fields of a destination as nft names them: "ip daddr . tcp dport" or "tcp dport".
 std::vector<Expr> destinationFields(Family f, KeySpace s, api::Protocol proto) {
   std::vector<Expr> fields;
   if (keyedByAddress(s)) fields.push_back(ex::payload(familyName(f), "daddr"));
@@ -21,8 +22,6 @@ std::vector<Expr> destinationFields(Family f, KeySpace s, api::Protocol proto) {
   fields.push_back(ex::payload(api::protocolName(proto), "dport"));
   return fields;
 }
-
-}  // namespace
 
 std::string backendsMapName(KeySpace space, api::Protocol proto) {
   std::string name = space == KeySpace::NodePort || space == KeySpace::LocalNodePort ? "nodeport-" : "";
@@ -37,9 +36,17 @@ std::string pickChainName(KeySpace space, api::Protocol proto, uint32_t endpoint
   return name + api::protocolName(proto) + "-" + std::to_string(endpoints);
 }
 
+std::string Pick::chainName() const {
+  std::string name = pickChainName(space, proto, endpoints);
+  if (sourceHash) name.insert(name.find("pick-") + 5, "hash-");  // "pick-hash-tcp-251"
+  return affinitySeconds ? name + "-affinity-" + std::to_string(affinitySeconds) + "s" : name;
+}
+
 Chain pickChain(Family f, const Pick& pick) {
+  if (pick.affinitySeconds) return affinityPickChain(f, pick);
   std::vector<Expr> key = destinationFields(f, pick.space, pick.proto);
-  key.push_back(ex::numgenRandom(pick.endpoints, 0));
+  if (pick.sourceHash) key.push_back(ex::jhash(ex::payload(familyName(f), "saddr"), pick.endpoints, kSourceHashSeed));
+  else key.push_back(ex::numgenRandom(pick.endpoints, 0));
   // nft lists the `meta l4proto` dependency of `tcp dport` as implied, so the rule has none.
   return Chain{pick.chainName(),
                std::nullopt,

@@ -42,17 +42,33 @@ struct Pick {
   KeySpace space;
   api::Protocol proto;
   uint32_t endpoints;
-  std::string chainName() const { return pickChainName(space, proto, endpoints); }
+  // ClientIP session affinity with this timeout (0: none): the chain looks up the client's slot
+  // first (affinity.h).
+  uint32_t affinitySeconds = 0;
+  // Source hash (scheduler.h): `endpoints` is then the size of the lookup table (maglev.h).
+  bool sourceHash = false;
+  std::string chainName() const;
   bool operator<(const Pick& o) const {
     if (space != o.space) return space < o.space;
     if (proto != o.proto) return proto < o.proto;
+    if (affinitySeconds != o.affinitySeconds) return affinitySeconds < o.affinitySeconds;
+    if (sourceHash != o.sourceHash) return sourceHash < o.sourceHash;
     return endpoints < o.endpoints;
   }
-  bool operator==(const Pick& o) const { return space == o.space && proto == o.proto && endpoints == o.endpoints; }
+  bool operator==(const Pick& o) const {
+    return space == o.space && proto == o.proto && endpoints == o.endpoints && affinitySeconds == o.affinitySeconds &&
+           sourceHash == o.sourceHash;
+  }
 };
 
-// The chain itself: one dnat rule over the map of its key space.
+// The chain itself: one dnat rule over the map of its key space (with affinity: affinity.h).
 nft::Chain pickChain(nft::Family f, const Pick& pick);
+// The packet fields of a destination as nft names them: "ip daddr . tcp dport" or "tcp dport".
+std::vector<nft::Expr> destinationFields(nft::Family f, KeySpace s, api::Protocol proto);
+bool keyedByAddress(KeySpace s);
+extern const std::vector<KeySpace> kSpaces;
+extern const std::vector<api::Protocol> kProtocols;
+bool localSubset(KeySpace s);
 
 // Counts 1..kPooledCounts have their pick chain in every key space and protocol that has a
 // destination at all, used or not. Why: the kernel walks every element of a map when a rule in a

@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include "pkg/render/affinity.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/slot_adoption.h"
 
@@ -19,7 +20,13 @@ const char* kPicksOwner = "picks";  // the shared pick chains for the endpoint c
 
 PartPtr picksPart(Family f, const std::set<Pick>& picks) {
   auto part = std::make_shared<Part>();
-  for (const Pick& pick : picks) part->chains.push_back(pickChain(f, pick));
+  std::set<std::string> slotChains;  // affinity picks of several counts share their slot chains
+  for (const Pick& pick : picks) {
+    part->chains.push_back(pickChain(f, pick));
+    if (pick.affinitySeconds)
+      for (Chain& c : affinitySlotChains(f, pick))
+        if (slotChains.insert(c.name).second) part->chains.push_back(std::move(c));
+  }
   nft::shrinkToFit(*part);
   return part;
 }

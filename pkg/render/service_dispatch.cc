@@ -1,5 +1,6 @@
 // A destination's endpoint slots and its dispatch element; hairpin pairs.
 #include "pkg/render/layout.h"
+#include "pkg/render/maglev.h"
 #include "pkg/render/service_paths.h"
 
 namespace kpn::render {
@@ -23,12 +24,52 @@ std::string destinationId(KeySpace space, api::Protocol proto, const std::vector
   return id;
 }
 
+namespace {
+
+// "round-robin-ns/web/tcp/http/10.96.0.10" (IPv6 colons as dots, as upstream's chain names),
+// "round-robin-ns/web/tcp/http/nodeport", with "local-" first for the local key spaces.
+std::string roundRobinChainName(const PortPlan& p, KeySpace space, const std::vector<Expr>& dest) {
+  std::string where = "nodeport";
+  if (keyedByAddress(space)) {
+    where = dest.front().text;
+    for (char& c : where)
+      if (c == ':') c = '.';
+  }
+  return std::string(localSubset(space) ? "local-" : "") + "round-robin-" + p.chainKey + "/" + where;
+}
+
+// Round-robin: the numgen inc counter belongs to its rule, so exact rotation per destination
+// needs a rule, and so a chain, of its own (the one per-service object of this scheduler).
+void roundRobinTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<Expr>& dest,
+                  const Expr& dispatchKey, const std::string& dispatchMap, uint32_t n) {
+  const Family f = b.family;
+  std::vector<Expr> key = destinationFields(f, space, p.sp.protocol);
+  key.push_back(ex::numgenInc(n));
+  Chain c{roundRobinChainName(p, space, dest), std::nullopt,
+          {makeRule({st::dnatMap(f, ex::concat(key), backendsMapName(space, p.sp.protocol))})}};
+  b.part.elements.push_back(verdictElement(dispatchMap, dispatchKey, c.name, p.comment));
+  b.part.chains.push_back(std::move(c));
+}
+
+}  // namespace
+
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<Expr>& dest,
                 const Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order) {
   const std::string map = backendsMapName(space, p.sp.protocol);
-  for (size_t i = 0; i < order.size(); ++i)
-    b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, p.comment));
-  Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size())};
+  const bool hashed = p.scheduler == Scheduler::SourceHash && !p.affinitySeconds && order.size() > 1;
+  Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), p.affinitySeconds, hashed};
+  if (hashed) {
+    // The slots are the destination's Maglev table over its endpoints, not its order.
+    pick.endpoints = maglevTableSize(order.size());
+    const std::vector<uint32_t> table = maglevTable(order, pick.endpoints);
+    for (size_t i = 0; i < table.size(); ++i)
+      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[table[i]], ""}, p.comment));
+  } else {
+    for (size_t i = 0; i < order.size(); ++i)
+      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, p.comment));
+  }
+  if (p.scheduler == Scheduler::RoundRobin && !p.affinitySeconds && order.size() > 1)
+    return roundRobinTo(b, p, space, dest, dispatchKey, dispatchMap, static_cast<uint32_t>(order.size()));
   b.part.elements.push_back(verdictElement(dispatchMap, dispatchKey, pick.chainName(), p.comment));
   b.picks.insert(pick);
 }

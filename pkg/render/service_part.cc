@@ -4,6 +4,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "pkg/render/comments.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/service_paths.h"
@@ -26,6 +28,13 @@ std::string orderOwner(Family f, bool local, const std::string& proto, const std
 }
 
 namespace {
+
+// ClientIP affinity's timeout (the API bounds it to 1..86400 s, default 10800 s); 0 for none.
+uint32_t affinitySeconds(const api::Service& svc) {
+  if (svc.sessionAffinity != "ClientIP") return 0;
+  const int32_t t = svc.sessionAffinityTimeoutSeconds;
+  return t <= 0 ? 10800u : static_cast<uint32_t>(std::min(t, 86400));
+}
 
 const char* addressTypeOf(Family f) { return f == Family::IPv4 ? "IPv4" : "IPv6"; }
 
@@ -78,14 +87,20 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
   const bool firstFamily = inFamily(svc.clusterIPs.front(), family);
 
   PartBuilder b;
+  b.family = family;
+  std::string schedulerWarning;
+  const Scheduler scheduler = serviceScheduler(svc, cfg.scheduler, &schedulerWarning);
+  if (!schedulerWarning.empty() && firstFamily) LOG(WARNING) << "Service " << s.key << ": " << schedulerWarning;
   b.part.elements.push_back(setElement(kClusterIPs, ex::addr(s.clusterIP), serviceComment(svc)));
   std::set<std::string> seen;
   for (const api::ServicePort& sp : svc.ports) {
     const char* proto = api::protocolName(sp.protocol);
     const std::string clusterDest = ipDestination(s.clusterIP, sp.protocol, sp.port);
     if (!seen.insert(clusterDest).second) continue;  // a duplicate port: the API would have refused it
-    PortPlan p{sp, servicePortComment(svc, sp), categorizeEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName),
-               false, {}, std::nullopt, nullptr, nullptr};
+    PortPlan p{sp, servicePortComment(svc, sp), categorizeEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName, env.zone),
+               false, {}, std::nullopt, nullptr, nullptr, affinitySeconds(svc)};
+    p.scheduler = scheduler;
+    p.chainKey = s.key + "/" + proto + "/" + portKey(sp);
     p.ownsClusterIP = owns(clusterDest);
     if (!p.ownsClusterIP) lost("ClusterIP port " + std::string(proto) + "/" + std::to_string(sp.port), clusterDest);
     for (const auto& [ip, isVIP] : s.externalAddrs) {

@@ -42,11 +42,15 @@ struct PortPlan {
   // The slot orders of the endpoint sets in use (null: that set is not used by any path).
   const EndpointOrder* all = nullptr;
   const EndpointOrder* local = nullptr;
+  uint32_t affinitySeconds = 0;  // ClientIP session affinity (0: none), for every path of the port
+  Scheduler scheduler = Scheduler::Random;  // the first pick (affinity keeps it random: affinity.h)
+  std::string chainKey;  // "ns/name/proto/port": names this port's round-robin chains
   bool hasEndpoints() const { return !eps.cluster.empty() || !eps.local.empty(); }
   bool external() const { return !externalAddrs.empty() || nodePort.has_value(); }
 };
 
 struct PartBuilder {
+  nft::Family family = nft::Family::IPv4;
   nft::Part part;
   std::set<Pick> picks;
   std::set<std::string> hairpins;

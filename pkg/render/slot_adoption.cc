@@ -1,6 +1,7 @@
 #include "pkg/render/slot_adoption.h"
 
 #include <map>
+#include <set>
 
 #include "pkg/render/pick_chains.h"
 #include "pkg/render/service_part.h"
@@ -43,6 +44,9 @@ void adoptSharedDispatch(const ListedTable& table, BackendOrders& orders) {
         if (slot != order.size()) break;  // not dense: adopt the dense beginning only
         order.push_back(value);
       }
+      // A source-hash destination's slots form a lookup table (maglev.h) naming each endpoint many
+      // times: not an order to adopt (its table depends on the endpoint set alone).
+      if (std::set<std::string>(order.begin(), order.end()).size() != order.size()) continue;
       orders.adoptDestination(id, std::move(order));
     }
   }

@@ -1,0 +1,58 @@
+#include "pkg/render/scheduler.h"
+
+#include <map>
+
+namespace kpn::render {
+
+const char* schedulerName(Scheduler s) {
+  switch (s) {
+    case Scheduler::Random: return "random";
+    case Scheduler::RoundRobin: return "round-robin";
+    case Scheduler::SourceHash: return "source-hash";
+  }
+  return "random";
+}
+
+SchedulerChoice parseScheduler(const std::string& value) {
+  static const std::map<std::string, Scheduler> exact = {
+      {"", Scheduler::Random},           {"random", Scheduler::Random},          {"round-robin", Scheduler::RoundRobin},
+      {"rr", Scheduler::RoundRobin},     {"source-hash", Scheduler::SourceHash}, {"sh", Scheduler::SourceHash},
+      {"mh", Scheduler::SourceHash},
+  };
+  // What each IPVS scheduler needs that a stateless nftables rule cannot have.
+  static const std::map<std::string, const char*> impossible = {
+      {"lc", "per-endpoint connection counts"},
+      {"wlc", "per-endpoint connection counts and weights"},
+      {"lblc", "per-destination connection counts"},
+      {"lblcr", "per-destination connection counts"},
+      {"dh", "hashing the destination address, which is the service's own"},
+      {"sed", "per-endpoint connection counts"},
+      {"nq", "per-endpoint connection counts"},
+      {"fo", "endpoint weights"},
+      {"ovf", "endpoint weights and connection counts"},
+  };
+  if (auto e = exact.find(value); e != exact.end()) return {e->second, true, ""};
+  if (value == "wrr")
+    return {Scheduler::RoundRobin, true,
+            "scheduler \"wrr\": EndpointSlices carry no weights, so every endpoint has weight 1: round-robin"};
+  if (auto i = impossible.find(value); i != impossible.end())
+    return {Scheduler::Random, true,
+            "scheduler \"" + value + "\" needs " + i->second + ", which nftables rules cannot see: random"};
+  return {Scheduler::Random, false, ""};
+}
+
+Scheduler serviceScheduler(const api::Service& svc, Scheduler node, std::string* warning) {
+  auto a = svc.meta.annotations.find(kSchedulerAnnotation);
+  if (a == svc.meta.annotations.end()) return node;
+  SchedulerChoice c = parseScheduler(a->second);
+  if (warning) {
+    if (!c.known)
+      *warning = std::string("annotation ") + kSchedulerAnnotation + "=\"" + a->second +
+                 "\" is not a scheduler (random, round-robin, source-hash): using " + schedulerName(node);
+    else
+      *warning = c.warning;
+  }
+  return c.known ? c.scheduler : node;
+}
+
+}  // namespace kpn::render
