@@ -238,7 +238,9 @@ class OwnedTable:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
                                      start_new_session=True)
         lab.procs.append(self.proc)
-        self.proc.stdin.write("delete table ip kube-proxy\nadd table ip kube-proxy { flags owner; }\n")
+        # One line, one transaction: between a separate delete and add the daemon's repair (it
+        # listens to nftables events) would recreate our table first.
+        self.proc.stdin.write("delete table ip kube-proxy; add table ip kube-proxy { flags owner; }\n")
         self.proc.stdin.flush()
         wait_for(lambda: "flags owner" in lab.nft("list", "table", "ip", "kube-proxy"), 10, "the owned table")
 
