@@ -195,11 +195,6 @@ def test_sync_period_flags_take_go_durations_and_aliases_and_periodic_syncs_are_
     assert d2.alive()
 
 
-# Upstream kube-proxy behaviours the brief's contract does not list. They are reported, not
-# enforced by default: run them with KPN_E2E_BEYOND_CONTRACT=1.
-beyond_contract = pytest.mark.skipif(os.environ.get("KPN_E2E_BEYOND_CONTRACT") != "1",
-                                     reason="upstream behaviour beyond the stated contract; "
-                                            "run with KPN_E2E_BEYOND_CONTRACT=1")
 
 
 def test_configmap_style_symlink_swap_in_the_folder_is_followed(lab):

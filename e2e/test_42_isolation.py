@@ -31,8 +31,8 @@ def test_both_families_pass_the_start_up_check_through_the_helper(lab):
     assert "kube-proxy-probe" not in sh(["nft", "list", "tables"], ns=lab.node).stdout
     # What an operator alerts on: services the kernel refuses, and refused transactions.
     text = scrape(lab)
-    assert "kube_proxy_nft_rejected_services 0" in text
-    assert "kube_proxy_nft_service_rejections_total 0" in text
+    assert "kubeproxy_nftables_rejected_services 0" in text
+    assert "kubeproxy_nftables_service_rejections_total 0" in text
     assert 'kubeproxy_sync_proxy_rules_nftables_sync_failures_total{ip_family="IPv4"} 0' in text
 
 

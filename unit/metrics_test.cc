@@ -106,9 +106,9 @@ TEST_CASE("metrics: a transaction the kernel refused as a whole counts as a fail
   m.synced(isolated);
   std::string t = m.scrape();
   CHECK(has(t, R"(kubeproxy_sync_proxy_rules_nftables_sync_failures_total{ip_family="IPv6"} 1)"));
-  CHECK(has(t, "# TYPE kube_proxy_nft_rejected_services gauge"));
-  CHECK(has(t, "kube_proxy_nft_rejected_services 2"));
-  CHECK(has(t, "kube_proxy_nft_service_rejections_total 2"));
+  CHECK(has(t, "# TYPE kubeproxy_nftables_rejected_services gauge"));
+  CHECK(has(t, "kubeproxy_nftables_rejected_services 2"));
+  CHECK(has(t, "kubeproxy_nftables_service_rejections_total 2"));
   CHECK(has(t, R"(kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1764720000)"));
 
   auto recovered = report(true, false, 3ms);  // one of them programmed on its retry
@@ -116,8 +116,8 @@ TEST_CASE("metrics: a transaction the kernel refused as a whole counts as a fail
   m.synced(recovered);
   t = m.scrape();
   CHECK(has(t, R"(kubeproxy_sync_proxy_rules_nftables_sync_failures_total{ip_family="IPv6"} 1)"));
-  CHECK(has(t, "kube_proxy_nft_rejected_services 1"));
-  CHECK(has(t, "kube_proxy_nft_service_rejections_total 2"));
+  CHECK(has(t, "kubeproxy_nftables_rejected_services 1"));
+  CHECK(has(t, "kubeproxy_nftables_service_rejections_total 2"));
 }
 
 TEST_CASE("metrics: the healthz server counts its replies by code; the metrics server answers /proxyMode") {

@@ -154,11 +154,11 @@ struct ProxyMetrics::Families {
                             "start-up, full rebuild) and whether the kernel took them")
                       .Register(r)),
         rejectedServices(prometheus::BuildGauge()
-                             .Name("kube_proxy_nft_rejected_services")
+                             .Name("kubeproxy_nftables_rejected_services")
                              .Help("Services whose rules the kernel refuses, left out of the ruleset and retried with backoff")
                              .Register(r)),
         serviceRejections(prometheus::BuildCounter()
-                              .Name("kube_proxy_nft_service_rejections_total")
+                              .Name("kubeproxy_nftables_service_rejections_total")
                               .Help("Times a sync found a service whose rules the kernel refuses (by bisection of a "
                                     "rejected transaction); everything else was programmed")
                               .Register(r)),
