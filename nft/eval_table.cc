@@ -38,6 +38,7 @@ EvalTable tableFromListing(Family family, const std::string& name, const ListedT
     TableSet& ts = out.sets[setName];
     for (const auto& [k, v] : s.elements) ts.elements.emplace_back(k, v);
     ts.comments = s.comments;
+    ts.expires = s.expires;
   }
   return out;
 }

@@ -29,6 +29,9 @@ struct TableChain {
 struct TableSet {
   std::vector<std::pair<std::string, std::string>> elements;  // key JSON, value JSON ("" for sets)
   std::map<std::string, std::string, std::less<>> comments;   // key JSON -> comment, where it has one
+  // key JSON -> seconds left: the elements a listing shows the data path added with a timeout
+  // (session affinity's entries); empty for our model, which has no kernel entries
+  std::map<std::string, uint64_t, std::less<>> expires;
 };
 
 struct EvalTable {

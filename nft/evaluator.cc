@@ -335,8 +335,10 @@ class Run {
     if (pos >= set.elements.size()) return;
     const auto& [keyJson, valueJson] = set.elements[pos];
     auto comment = set.comments.find(keyJson);
+    auto left = set.expires.find(keyJson);
     lookups_.push_back({name, valueText(key), exprText(keyJson), valueJson.empty() ? "" : exprText(valueJson),
-                        comment == set.comments.end() ? "" : comment->second});
+                        comment == set.comments.end() ? "" : comment->second,
+                        left == set.expires.end() ? std::nullopt : std::optional<uint64_t>(left->second)});
   }
 
   // A set's elements as one parsed array of [key, value] pairs.
@@ -695,11 +697,15 @@ class Run {
   }
 
   // A lookup in a named set also sees what earlier connections put there (session affinity).
-  bool inDynamicEntries(const JValue& setExpr, const Value& v) const {
+  // Recorded as a lookup like a listed element (its time left unknown: time is not modelled).
+  bool inDynamicEntries(const JValue& setExpr, const Value& v) {
     if (!isSetRef(setExpr) || env_.dynamicEntries.empty()) return false;
     const std::string name = setExpr.GetString() + 1, key = valueKey(v);
     for (const SetEntry& e : env_.dynamicEntries)
-      if (e.set == name && e.key == key) return true;
+      if (e.set == name && e.key == key) {
+        lookups_.push_back({name, valueText(v), e.text, "", "", std::nullopt});
+        return true;
+      }
     return false;
   }
 

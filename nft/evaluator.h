@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,9 @@ struct Lookup {
   std::string element;  // the matching element's key, in nft's text (a prefix or range may differ from key)
   std::string value;    // its value ("goto pick-tcp-2", "10.244.0.12 . 8080"); "" for a set
   std::string comment;  // the element's comment, "" when it has none
+  // Seconds the element has left, when the table came from a listing and the data path added it
+  // with a timeout (a dynamic set's entry: session affinity); nullopt otherwise.
+  std::optional<uint64_t> expiresIn;
 };
 
 struct Step {

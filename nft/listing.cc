@@ -48,6 +48,16 @@ std::string elementComment(const rapidjson::Value& k) {
   return str(e->value, "comment");
 }
 
+// {"elem":{"val":KEY,"timeout":T,"expires":S}}: S, the seconds left; nullopt without one.
+std::optional<uint64_t> elementExpires(const rapidjson::Value& k) {
+  if (!k.IsObject()) return std::nullopt;
+  auto e = k.FindMember("elem");
+  if (e == k.MemberEnd() || !e->value.IsObject()) return std::nullopt;
+  auto x = e->value.FindMember("expires");
+  if (x == e->value.MemberEnd() || !x->value.IsUint64()) return std::nullopt;
+  return x->value.GetUint64();
+}
+
 // [..., {"dnat":{"family":..,"addr":{"map":{"key":K,"data":"@M"}}}}] where K is a numgen or a
 // concat ending with one.
 std::optional<ListedNumgenDnat> numgenDnatOf(const rapidjson::Value& expr) {
@@ -143,6 +153,7 @@ std::optional<ListedTable> parseListing(const std::string& json, std::string* er
         std::string key = compact(unwrapKey(wrapped));
         std::string comment = elementComment(wrapped);
         if (!comment.empty()) ls.comments[key] = std::move(comment);
+        if (auto left = elementExpires(wrapped)) ls.expires[key] = *left;
         ls.elements[std::move(key)] = isMap && e.IsArray() && e.Size() == 2 ? compact(e[1]) : "";
       }
     }

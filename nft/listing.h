@@ -49,6 +49,9 @@ struct ListedSet {
   std::string dataType;              // "verdict", or e.g. "ipv4_addr . inet_service"
   std::map<std::string, std::string, std::less<>> elements;  // key json -> value json ("" for sets)
   std::map<std::string, std::string, std::less<>> comments;  // key json -> comment, for elements with one
+  // key json -> seconds left, for elements the data path added with a timeout (`expires` of a
+  // dynamic set's element: session affinity's entries)
+  std::map<std::string, uint64_t, std::less<>> expires;
 };
 
 struct ListedTable {

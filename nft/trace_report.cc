@@ -197,6 +197,55 @@ std::string jsonNumber(double v) {
   return buf;
 }
 
+// The dynamic set the candidates update, and the element of it the first candidate's key found.
+std::optional<StickyEntry> stickyOf(const Trace& t, bool kernelEntries) {
+  for (const auto& c : t.candidates) {
+    if (c.recorded.empty()) continue;
+    StickyEntry e;
+    e.set = c.recorded.front().set;
+    e.timeout = c.recorded.front().timeout;
+    e.kernelEntries = kernelEntries;
+    for (const auto& s : t.candidates.front().path)
+      for (const auto& l : s.lookups)
+        if (l.set == e.set && !e.entry) {
+          e.entry = l.element;
+          e.expiresIn = l.expiresIn;
+        }
+    return e;
+  }
+  return std::nullopt;
+}
+
+std::string stickyText(const Report& r) {
+  const StickyEntry& e = *r.sticky;
+  std::string out = "sticky: @" + e.set;
+  if (e.entry) {
+    const Candidate& c = r.trace.candidates.front();
+    out += " holds " + *e.entry +
+           (e.expiresIn ? ", expires in " + std::to_string(*e.expiresIn) + " s" : std::string()) +
+           ": the client goes to its slot's endpoint " + hostPort(r.trace.family, c.address, c.port) +
+           " with probability 1 (each new connection refreshes the entry";
+    out += e.timeout ? " to " + std::to_string(e.timeout) + " s)\n" : ")\n";
+    return out;
+  }
+  if (!e.kernelEntries)
+    return out + ": a rendered table has no kernel entries, so this is the first pick; a client that holds an entry "
+                 "goes to its slot's endpoint with probability 1 (trace the live table to see it)\n";
+  const size_t n = r.trace.candidates.size();
+  return out + " holds no entry for this client: the first pick is " +
+         (n > 1 ? "random among the " + std::to_string(n) + " candidates" : std::string("the one candidate")) +
+         ", and the connection creates the entry" +
+         (e.timeout ? " (timeout " + std::to_string(e.timeout) + " s)" : std::string()) + "\n";
+}
+
+std::string stickyJson(const std::optional<StickyEntry>& s) {
+  if (!s) return "null";
+  auto num = [](const std::optional<uint64_t>& v) { return v ? std::to_string(*v) : std::string("null"); };
+  return "{\"set\":" + jsonString(s->set) + ",\"entry\":" + (s->entry ? jsonString(*s->entry) : std::string("null")) +
+         ",\"expiresIn\":" + num(s->expiresIn) + ",\"timeout\":" + std::to_string(s->timeout) +
+         ",\"kernelEntries\":" + (s->kernelEntries ? "true" : "false") + "}";
+}
+
 }  // namespace
 
 std::vector<ReportStep> reportSteps(const Candidate& c) {
@@ -205,9 +254,10 @@ std::vector<ReportStep> reportSteps(const Candidate& c) {
   return out;
 }
 
-Report makeReport(Trace trace) {
+Report makeReport(Trace trace, bool kernelEntries) {
   Report r;
   r.trace = std::move(trace);
+  r.sticky = stickyOf(r.trace, kernelEntries);
   r.verdict = reportVerdict(r.trace);
   r.service = serviceOf(r.trace);
   mergePaths(r);
@@ -269,6 +319,7 @@ std::string reportText(const Report& r) {
       for (size_t k = r.path.size(); k < steps.size(); ++k) appendStep(out, steps[k], "  ");
     }
   }
+  if (r.sticky) out += stickyText(r);
   if (r.verdict == "dnat" || r.verdict == "accept")
     out += std::string("masquerade: ") + (r.masquerade ? "yes — " : "no — ") + r.masqueradeWhy + "\n";
   return out;
@@ -298,7 +349,8 @@ std::string reportJson(const Report& r) {
   out += std::string("],\"masquerade\":") + (r.masquerade ? "true" : "false") +
          ",\"masqueradeReason\":" + jsonString(r.masqueradeWhy) + ",\"reason\":" + jsonString(r.reason) + ",\"path\":";
   jsonSteps(out, r.path);
-  out += std::string(",\"pathComplete\":") + (r.pathComplete ? "true" : "false") + ",\"chains\":[";
+  out += std::string(",\"pathComplete\":") + (r.pathComplete ? "true" : "false") + ",\"sticky\":" + stickyJson(r.sticky) +
+         ",\"chains\":[";
   // The chains of the most probable outcome, as `nft monitor trace` names them.
   if (!t.candidates.empty())
     for (size_t k = 0; k < t.candidates.front().chains.size(); ++k)

@@ -22,6 +22,18 @@ struct ReportStep {
   std::vector<Lookup> lookups;
 };
 
+// A dynamic set this packet's path updates (`update @set { key timeout Ns }`: session affinity)
+// and whether the packet's key already is in it: then the lookup before the update found the
+// entry and the packet goes where the entry says, alone; else the first pick stands and the
+// connection creates the entry.
+struct StickyEntry {
+  std::string set;
+  std::optional<std::string> entry;     // the element the packet's key found, in nft's text
+  std::optional<uint64_t> expiresIn;    // its seconds left, when the table came from a listing
+  uint64_t timeout = 0;                 // what the update sets (0: the set's own)
+  bool kernelEntries = true;            // false: a rendered table, which has no kernel entries
+};
+
 struct Report {
   Trace trace;
   // "dnat" | "reject" | "drop" | "accept" | "unsupported" (the evaluator met something it does not
@@ -36,10 +48,12 @@ struct Report {
   // the shared path ends and `pathComplete` is false (each candidate's own path is in `trace`).
   std::vector<ReportStep> path;
   bool pathComplete = true;
+  std::optional<StickyEntry> sticky;  // when the path updates a dynamic set
 };
 
-// Condenses a trace; fills every field with the generic words.
-Report makeReport(Trace trace);
+// Condenses a trace; fills every field with the generic words. `kernelEntries`: the table is a
+// listing (dynamic sets hold what the data path put there), not a rendered one.
+Report makeReport(Trace trace, bool kernelEntries = true);
 
 // For people: the packet, the verdict and why, the service, the path (lookups with their key,
 // element and comment), the candidates with probability and the source each sees, masquerade.

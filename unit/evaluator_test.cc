@@ -329,3 +329,32 @@ TEST_CASE("evaluator: a named set mixes hashed literal keys and scanned interval
   CHECK(ev.trace(tcp("10.2.2.2", "10.9.9.9", 80), env()).verdict == Verdict::Reject);
   CHECK(ev.trace(udp, env()).verdict == Verdict::Drop);
 }
+
+TEST_CASE("evaluator: an entry the data path put in a listed dynamic set is found, with its seconds left") {
+  std::string listing = R"({"nftables":[{"metainfo":{"json_schema_version":1}},
+    {"table":{"family":"ip","name":"kp","handle":1}},
+    {"chain":{"family":"ip","table":"kp","name":"pre","handle":1,"type":"nat","hook":"prerouting","prio":-100,"policy":"accept"}},
+    {"chain":{"family":"ip","table":"kp","name":"stuck","handle":2}},
+    {"set":{"family":"ip","name":"sticky","table":"kp","type":"ipv4_addr","handle":3,"flags":["timeout","dynamic"],
+      "elem":[{"elem":{"val":"10.244.1.9","timeout":60,"expires":42}}]}},
+    {"rule":{"family":"ip","table":"kp","chain":"pre","handle":4,"expr":[{"match":{"op":"==","left":{"payload":{"protocol":"ip","field":"saddr"}},"right":"@sticky"}},{"goto":{"target":"stuck"}}]}},
+    {"rule":{"family":"ip","table":"kp","chain":"stuck","handle":5,"expr":[{"dnat":{"family":"ip","addr":"10.244.2.3","port":8080}}]}}
+  ]})";
+  std::string err;
+  auto listed = nft::parseListing(listing, &err);
+  REQUIRE_MESSAGE(listed, err);
+  CHECK(listed->sets["sticky"].expires.at(R"("10.244.1.9")") == 42);
+  auto table = tableFromListing(nft::Family::IPv4, "kp", *listed);
+  auto held = evaluate({table}, tcp("10.244.1.9", "10.96.0.10", 80), env());
+  REQUIRE(held.candidates.size() == 1);
+  CHECK(held.candidates[0].address == "10.244.2.3");
+  std::optional<uint64_t> left;
+  for (const auto& s : held.candidates[0].path)
+    for (const auto& l : s.lookups)
+      if (l.set == "sticky") left = l.expiresIn;
+  CHECK(left == std::optional<uint64_t>(42));
+  // Another client holds nothing: untouched.
+  auto other = evaluate({table}, tcp("10.244.1.8", "10.96.0.10", 80), env());
+  REQUIRE(other.candidates.size() == 1);
+  CHECK_FALSE(other.candidates[0].translated);
+}

@@ -406,3 +406,61 @@ TEST_CASE("trace node view: the most specific route's interface; a masqueraded c
   // The real chooser: loopback is always routable, from loopback.
   CHECK(trace::sourceAddressToward("127.0.0.1") == std::optional<std::string>("127.0.0.1"));
 }
+
+TEST_CASE("trace report: session affinity: no entry, a random first pick that creates one; an entry, its one endpoint") {
+  World w;
+  auto web = service("ns", "web", {"172.30.0.10"}, {port("http", 80)});
+  web->sessionAffinity = "ClientIP";
+  web->sessionAffinityTimeoutSeconds = 600;
+  w.st.upsertService(web);
+  w.st.upsertSlice(slice("ns", "web-4", "web", {epPort("http", 8080)},
+                         {ready("10.0.1.7", "node-a"), ready("10.0.2.1", "node-b"), ready("10.0.2.2", "node-b")}));
+
+  // A client without an entry: three candidates at random, and the entry the connection creates.
+  auto fresh = traced(w, pod("172.30.0.10", 80));
+  INFO(fresh.text);
+  REQUIRE(fresh.report.sticky);
+  CHECK(fresh.report.sticky->set == "affinity-tcp");
+  CHECK_FALSE(fresh.report.sticky->entry);
+  CHECK(fresh.report.sticky->timeout == 600);
+  CHECK(fresh.json.candidates.size() == 3);
+  CHECK(has(fresh.text, "sticky: @affinity-tcp holds no entry for this client: the first pick is random among the 3 "
+                        "candidates, and the connection creates the entry (timeout 600 s)\n"));
+  const auto& js = fresh.json.doc["sticky"];
+  REQUIRE(js.IsObject());
+  CHECK(std::string(js["set"].GetString()) == "affinity-tcp");
+  CHECK(js["entry"].IsNull());
+  CHECK(js["expiresIn"].IsNull());
+  CHECK(js["timeout"].GetUint() == 600);
+  CHECK(js["kernelEntries"].GetBool());
+
+  // The same client once the second candidate's connection left its entry: that endpoint alone.
+  const auto& second = fresh.report.trace.candidates[1];
+  REQUIRE(second.recorded.size() == 1);
+  w.env.dynamicEntries = second.recorded;
+  auto held = traced(w, pod("172.30.0.10", 80));
+  w.env.dynamicEntries.clear();
+  INFO(held.text);
+  REQUIRE(held.report.sticky);
+  CHECK(held.report.sticky->entry == second.recorded[0].text);
+  CHECK(held.json.candidates == std::vector<std::string>{second.address + ":8080 10.0.1.5"});
+  CHECK(held.report.trace.candidates[0].probability == doctest::Approx(1.0));
+  CHECK(has(held.text, "sticky: @affinity-tcp holds " + second.recorded[0].text + ": the client goes to its slot's endpoint " +
+                           second.address + ":8080 with probability 1"));
+  CHECK(std::string(held.json.doc["sticky"]["entry"].GetString()) == second.recorded[0].text);
+  CHECK(has(second.recorded[0].text, "10.0.1.5 . 172.30.0.10 . 80 . "));
+
+  // A rendered table (--manifests) has no kernel entries, and says so.
+  auto rendered = nft::eval::makeReport(w.trace(pod("172.30.0.10", 80)), /*kernelEntries=*/false);
+  REQUIRE(rendered.sticky);
+  CHECK_FALSE(rendered.sticky->kernelEntries);
+  CHECK(has(nft::eval::reportText(rendered), "a rendered table has no kernel entries"));
+  CHECK(has(nft::eval::reportJson(rendered), "\"kernelEntries\":false"));
+
+  // A service without affinity has no sticky field's object.
+  addWeb(w);
+  auto plain = traced(w, pod("fd00:172:30::10", 80, "fd00:10:0:1::5"));
+  CHECK_FALSE(plain.report.sticky);
+  CHECK(plain.json.doc["sticky"].IsNull());
+  CHECK_FALSE(has(plain.text, "sticky:"));
+}

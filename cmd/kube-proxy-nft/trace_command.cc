@@ -138,7 +138,7 @@ std::optional<int> runTraceIfAsked(int argc, char** argv) {
   auto env = trace::environmentFor(host, routes, packet, trace::sourceAddressToward);
   nft::eval::Trace t = nft::eval::evaluate(std::vector<nft::eval::EvalTable>{*table}, packet, env);
   trace::refineMasquerade(t, trace::sourceAddressToward);
-  nft::eval::Report report = nft::eval::makeReport(std::move(t));
+  nft::eval::Report report = nft::eval::makeReport(std::move(t), /*kernelEntries=*/!rendered);
   trace::explainForOurLayout(report);
   if (!exists)
     report.reason = "no table " + std::string(nft::familyName(packet.family)) + " " + render::kTableName +
