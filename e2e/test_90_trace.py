@@ -282,3 +282,55 @@ def test_trace_from_kubeconfig_renders_what_the_daemon_then_programs(lab):
         assert live[key] == desired[key], (key, live[key], desired[key])
     assert [(c["address"], c["probability"], c["source"], c["chains"]) for c in live["candidates"]] == \
         [(c["address"], c["probability"], c["source"], c["chains"]) for c in desired["candidates"]]
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_trace_shows_the_sticky_entry_of_a_client_and_the_random_pick_of_another(lab, family):
+    """ClientIP affinity, three endpoints: after a real connection, the live trace for that client
+    reads its entry from the kernel's dynamic set and predicts exactly the endpoint that answered,
+    with probability 1; a client that never connected gets all three, and no entry."""
+    from test_73_affinity import V4, V6, stuck_to, write
+    clients = [lab.add_pod("client1"), lab.add_pod("client2")]
+    eps = lab.add_backends(3, tcp=[8080], udp=[])
+    lab.manifests.write("node.yaml", node_object())
+    write(lab, eps, 600)
+    lab.start_daemon()
+    host = V4 if family == "v4" else V6
+    addr = (lambda p: p.v4) if family == "v4" else (lambda p: p.v6)
+    answered = stuck_to(lab.agent(clients[0]), host, n=5, what="client1")
+
+    held, text = run_trace(lab, "pod", addr(clients[0]), host, 80)
+    assert held["verdict"] == "dnat", text
+    assert [(c["address"], c["probability"]) for c in held["candidates"]] == [(answered, 1)], text
+    sticky = held["sticky"]
+    assert sticky["set"] == "affinity-tcp" and sticky["kernelEntries"] is True, sticky
+    assert sticky["entry"].startswith(f"{addr(clients[0])} . {host} . 80 . "), sticky
+    assert sticky["timeout"] == 600 and 0 < sticky["expiresIn"] <= 600, sticky
+    assert f"sticky: @affinity-tcp holds {sticky['entry']}, expires in " in text, text
+    assert "with probability 1" in text, text
+
+    fresh, text = run_trace(lab, "pod", addr(clients[1]), host, 80)
+    assert fresh["verdict"] == "dnat", text
+    assert sorted(c["address"] for c in fresh["candidates"]) == sorted(addr(p) for p in eps), text
+    assert fresh["sticky"]["entry"] is None and fresh["sticky"]["expiresIn"] is None, fresh["sticky"]
+    assert "holds no entry for this client: the first pick is random among the 3 candidates" in text, text
+
+
+def test_trace_from_master_renders_the_api_servers_state(lab):
+    """--master alone (a plain-HTTP API server URL, no kubeconfig): the trace renders what that
+    server serves for this node, without touching the kernel."""
+    from apiserver_lab import ApiServer
+    pod = lab.add_pod("pod")
+    ep1, ep2 = lab.add_backends(2, tcp=[8080], udp=[])
+    api = ApiServer(lab, tls=False)
+    api.put([node_object(), service("web", [("http", 80, "TCP", 8080)], [CIP_V4]),
+             endpoint_slice("web", [ep1.v4, ep2.v4], [("http", 8080, "TCP")])])
+    flags = [f"--master={api.url}", f"--hostname-override={netlab.NODE_NAME}", f"--cluster-cidr={netlab.CLUSTER_CIDRS}"]
+    desired, text = run_trace(lab, "pod", pod.v4, CIP_V4, 80, extra=flags)
+    assert desired["verdict"] == "dnat", text
+    assert desired["service"] == "default/web:http", text
+    assert sorted(c["address"] for c in desired["candidates"]) == sorted([ep1.v4, ep2.v4]), text
+    assert desired["sticky"] is None, desired
+    assert lab.table("ip") == "", "the rendered trace touched the kernel"
+    missing, _ = run_trace(lab, "pod", pod.v4, NOEPS_V4, 80, extra=flags)
+    assert missing["verdict"] == "accept", missing

@@ -118,6 +118,13 @@ std::string statement(const JValue& s) {
     return "dnat " + (fam.empty() ? "" : fam + " ") + "to " + expr(b["addr"]) +
            (b.HasMember("port") ? ":" + expr(b["port"]) : "");
   }
+  if (key == "set") {  // update @set { key timeout Ns } (nft itself spells the timeout 10m, 3h)
+    const JValue& e = b["elem"];
+    std::string what = expr(e);
+    if (e.IsObject() && e.HasMember("elem") && e["elem"].IsObject() && e["elem"].HasMember("timeout"))
+      what += " timeout " + member(e["elem"], "timeout") + "s";
+    return member(b, "op") + " " + member(b, "set") + " { " + what + " }";
+  }
   if (key == "mangle") {
     std::string value = b["value"].IsUint64() ? hex(b["value"].GetUint64()) : expr(b["value"]);
     return expr(b["key"]) + " set " + value;

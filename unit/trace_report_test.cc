@@ -450,6 +450,13 @@ TEST_CASE("trace report: session affinity: no entry, a random first pick that cr
   CHECK(std::string(held.json.doc["sticky"]["entry"].GetString()) == second.recorded[0].text);
   CHECK(has(second.recorded[0].text, "10.0.1.5 . 172.30.0.10 . 80 . "));
 
+  // The slot chain's update reads as a rule, not as its JSON.
+  CHECK(has(held.text, "update @affinity-tcp { ip saddr . ip daddr . tcp dport . numgen random mod 1 offset "));
+  CHECK(nft::ruleTextFromJson(
+            R"([{"set":{"op":"update","elem":{"elem":{"val":{"concat":[{"payload":{"protocol":"ip","field":"saddr"}},)"
+            R"({"numgen":{"mode":"random","mod":1,"offset":2}}]},"timeout":600}},"set":"@affinity-tcp"}}])") ==
+        "update @affinity-tcp { ip saddr . numgen random mod 1 offset 2 timeout 600s }");
+
   // A rendered table (--manifests) has no kernel entries, and says so.
   auto rendered = nft::eval::makeReport(w.trace(pod("172.30.0.10", 80)), /*kernelEntries=*/false);
   REQUIRE(rendered.sticky);
