@@ -1,5 +1,6 @@
 #include "nft/table_monitor.h"
 
+#include "nft/kernel_fingerprint.h"
 #include "nft/nfnetlink.h"
 
 #include <glog/logging.h>
@@ -33,20 +34,38 @@ uint32_t committerOf(const nlmsghdr* h) {
 }  // namespace
 
 TableMonitor::TableMonitor(std::set<std::pair<Family, std::string>> tables, OwnCommitter ownCommitter)
-    : tables_(std::move(tables)), ownCommitter_(std::move(ownCommitter)) {
+    : ownCommitter_(std::move(ownCommitter)), tables_(std::move(tables)) {
   fd_ = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "netlink socket");
   sockaddr_nl sa{};
   sa.nl_family = AF_NETLINK;
   int group = NFNLGRP_NFTABLES;
-  int big = 4 << 20;  // a flush of a big table is one event per object
+  // A flush of a big table is one event per object. FORCE (we have CAP_NET_ADMIN) passes
+  // net.core.rmem_max (~200 KiB by default, a few hundred events); without it, the plain
+  // option's capped value. Bigger commits overflow anyway: see noteOwnCommit.
+  int big = 4 << 20;
   if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 ||
       setsockopt(fd_, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) < 0) {
     int e = errno;
     close(fd_);
     throw std::system_error(e, std::generic_category(), "nftables event subscription");
   }
-  setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  if (setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big) < 0)
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  std::string error;
+  accounted_ = readGeneration(&error);
+  if (!accounted_) LOG(WARNING) << "cannot read the nftables generation (" << error << "); any lost event means a repair";
+}
+
+bool onlyOwnCommitsSince(uint32_t accounted, uint32_t now, const std::set<uint32_t>& own) {
+  if (now < accounted) return false;  // wrapped around (or a confused reading): cannot tell
+  for (uint64_t g = uint64_t(accounted) + 1; g <= now; ++g)
+    if (!own.count(static_cast<uint32_t>(g))) return false;
+  return true;
+}
+
+void TableMonitor::noteOwnCommit(uint32_t generation) {
+  if (!accounted_ || generation > *accounted_) ownGenerations_.insert(generation);
 }
 
 std::unique_ptr<TableMonitor> TableMonitor::forTablesOf(const Ruleset& rs, OwnCommitter ownCommitter) {
@@ -78,15 +97,14 @@ bool TableMonitor::committedByUs(uint32_t pid) const {
 }
 
 bool TableMonitor::drain() {
-  bool damaged = false;
+  bool damaged = false, lost = false;
   alignas(nlmsghdr) char buf[65536];
   for (;;) {
     ssize_t n = recv(fd_, buf, sizeof buf, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == ENOBUFS) {  // events were lost: one of them may have been someone's change
-        LOG(WARNING) << "nftables events overflowed; verifying our tables against the kernel";
-        damaged = true;
+      if (errno == ENOBUFS) {  // events were dropped: decided below, once the socket is empty
+        lost = true;
         batchTouchesOurs_ = false;
         continue;
       }
@@ -98,6 +116,10 @@ bool TableMonitor::drain() {
       if (msg == NFT_MSG_NEWGEN) {
         if (batchTouchesOurs_ && !committedByUs(committerOf(h))) damaged = true;
         batchTouchesOurs_ = false;
+        const nlattr* id = nfnl::findAttr(h, NFTA_GEN_ID);
+        uint32_t gen = id ? nfnl::be32Attr(id) : 0;
+        if (accounted_ && gen == *accounted_ + 1) accounted_ = gen;
+        else if (accounted_ && gen > *accounted_) lost = true;  // a generation without its event
         continue;
       }
       if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nfgenmsg))) continue;
@@ -106,6 +128,22 @@ bool TableMonitor::drain() {
       if (t && ours(g->nfgen_family, nfnl::stringAttr(t))) batchTouchesOurs_ = true;
     }
   }
+  if (lost) {
+    // Commits after this reading have their events whole in the (now empty) socket.
+    std::string error;
+    std::optional<uint32_t> now = readGeneration(&error);
+    bool ours = now && accounted_ && onlyOwnCommitsSince(*accounted_, *now, ownGenerations_);
+    if (ours) {
+      VLOG(2) << "nftables events overflowed during our own commits (generations " << *accounted_ + 1 << ".." << *now
+              << "); nobody else committed";
+    } else {
+      LOG(WARNING) << "nftables events overflowed while another process may have committed"
+                   << (now ? "" : " (" + error + ")") << "; verifying our tables against the kernel";
+      damaged = true;
+    }
+    accounted_ = now;
+  }
+  if (accounted_) ownGenerations_.erase(ownGenerations_.begin(), ownGenerations_.upper_bound(*accounted_));
   return damaged;
 }
 

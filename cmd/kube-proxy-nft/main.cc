@@ -183,6 +183,7 @@ int main(int argc, char** argv) {
   LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
   auto monitor = kpn::nft::TableMonitor::forTablesOf(  // repairs outside damage; our helper's commits are ours
       renderer.skeleton(), [&runner](uint32_t pid) { return runner.committedBy(static_cast<pid_t>(pid)); });
+  if (monitor) syncer.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
   kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get());
   LOG(INFO) << "signal received; exiting with the ruleset in place";
   return 0;

@@ -46,11 +46,12 @@ std::vector<nft::TableId> Syncer::ourTables() const {
   return out;
 }
 
-// After each commit of ours. Someone else committing between our commit and this read is folded
-// into the fingerprint; the table monitor's events cover that window.
-void Syncer::takeFingerprint() {
-  std::string error;
-  auto gen = runner_.generation(&error);
+// After each commit of ours, with the generation read after it. Someone else committing between
+// our commit and this read is folded into the fingerprint; the table monitor's events cover that
+// window.
+void Syncer::takeFingerprint(std::optional<uint32_t> gen) {
+  std::string error = "no generation";
+  if (!gen) gen = runner_.generation(&error);
   auto counts = gen ? runner_.tableCounts(ourTables(), &error) : std::nullopt;
   if (!counts) {
     VLOG(2) << "no kernel fingerprint (" << error << "); the next periodic sync cannot check it";
@@ -106,13 +107,27 @@ bool Syncer::listKernel(std::vector<nft::ListedTable>& out) {
   return true;
 }
 
+// The generation is read before and after: when it moved by exactly one, that generation is our
+// commit's, and the table monitor can tell events lost in its storm from someone else's change.
+nft::RunResult Syncer::commitTracked(const nft::Transaction& txn, std::optional<uint32_t>* generationAfter) {
+  generationAfter->reset();
+  if (txn.empty()) return runner_.commit(txn);
+  std::string error;
+  std::optional<uint32_t> before = onOwnCommit_ ? runner_.generation(&error) : std::nullopt;
+  nft::RunResult r = runner_.commit(txn);
+  if (!r.ok) return r;
+  *generationAfter = runner_.generation(&error);
+  if (before && *generationAfter && **generationAfter == *before + 1) onOwnCommit_(**generationAfter);
+  return r;
+}
+
 nft::Plan Syncer::plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
                        const std::set<std::string>* onlyOwners, SyncStats::Plan* how) const {
   if (mode_ == Mode::Incremental) {
     if (how) *how = SyncStats::Plan::Incremental;
     return nft::planIncremental(committed_, desired, onlyOwners);
   }
-  if (mode_ == Mode::Startup) {
+  if (mode_ == Mode::Startup || mode_ == Mode::Repair) {
     nft::Plan p = nft::planReconcile(kernel, desired);
     if (how) *how = SyncStats::Plan::Reconcile;
     if (!p.needsFull) return p;
@@ -144,7 +159,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   st.serviceCIDRsChanged = false;
   if (!familiesProbed_) probeFamilies();
   // Nothing changed on our side (a periodic sync, or a retry): check the kernel is as we left it.
-  if (mode_ == Mode::Incremental && changed.empty() && fingerprintDiffers()) mode_ = Mode::Full;
+  if (mode_ == Mode::Incremental && changed.empty() && fingerprintDiffers()) mode_ = Mode::Repair;
   const bool allFamilies = families_.size() == renderer_.skeleton().tables.size();
 
   std::vector<nft::ListedTable> kernel;
@@ -195,7 +210,8 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   stats.ops = p.txn.size();
 
   auto tCommit = std::chrono::steady_clock::now();
-  nft::RunResult r = runner_.commit(p.txn);
+  std::optional<uint32_t> generation;
+  nft::RunResult r = commitTracked(p.txn, &generation);
   std::set<std::string> refused;
   if (!r.ok) {
     ++failures_.rejectedTransactions;
@@ -229,7 +245,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     desired = &filtered;
     p = plan(*desired, kernel, onlyOwners ? &widened : nullptr);
     stats.ops = p.txn.size();
-    r = runner_.commit(p.txn);
+    r = commitTracked(p.txn, &generation);
     if (r.ok) {
       for (const auto& [owner, err] : bad) {
         auto retry = rejected_.reject(owner, std::chrono::steady_clock::now());
@@ -263,7 +279,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     }
   }
   stats.rejectedServices = rejected_.size();
-  if (!p.txn.empty() || !fingerprint_) takeFingerprint();
+  if (!p.txn.empty() || !fingerprint_) takeFingerprint(generation);
   nft::applyCommitted(committed_, desired == &rendered ? rendered : std::move(filtered), p);
   lastWasIncremental_ = mode_ == Mode::Incremental && refused.empty();
   lastChanges_ = std::move(changed);

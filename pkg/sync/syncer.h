@@ -62,21 +62,28 @@ class Syncer {
   std::set<std::string> rejectedServices() const;
   const SyncFailureCounts& failureCounts() const { return failures_; }
   // Someone else changed our tables (nft::TableMonitor): the next sync plans against a listing
-  // of the kernel (full), not against what we believe is committed.
+  // of the kernel and changes only what differs from it (an intact table costs the listing and
+  // no operation), not against what we believe is committed.
   void kernelChanged() {
-    if (mode_ == Mode::Incremental) mode_ = Mode::Full;
+    if (mode_ == Mode::Incremental) mode_ = Mode::Repair;
   }
+  // Called with the kernel generation each of our commits produced, when it is certain (read
+  // just before and after: exactly one more): the table monitor's lost events are ours then.
+  void onOwnCommit(std::function<void(uint32_t generation)> note) { onOwnCommit_ = std::move(note); }
   // How many syncs found the kernel fingerprint changed under us and went full.
   uint64_t fingerprintMismatches() const { return fingerprintMismatches_; }
   // The families programmed (after the first sync: those the kernel runs nftables for).
   const std::set<nft::Family>& families() const { return families_; }
 
  private:
-  enum class Mode { Startup, Incremental, Full };
+  // Startup and Repair compare with a listing (reconcile), Full flushes and refills (after a
+  // commit failed: what the kernel holds of ours is not known well enough to patch it).
+  enum class Mode { Startup, Incremental, Repair, Full };
   bool listKernel(std::vector<nft::ListedTable>& out);
   void probeFamilies();
   std::vector<nft::TableId> ourTables() const;
-  void takeFingerprint();
+  void takeFingerprint(std::optional<uint32_t> generation);
+  nft::RunResult commitTracked(const nft::Transaction& txn, std::optional<uint32_t>* generationAfter);
   bool fingerprintDiffers();
   nft::Plan plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
                  const std::set<std::string>* onlyOwners, SyncStats::Plan* how = nullptr) const;
@@ -93,6 +100,7 @@ class Syncer {
   RetryBook rejected_;
   SyncFailureCounts failures_;
   std::function<bool()> afterCommit_;
+  std::function<void(uint32_t)> onOwnCommit_;
 };
 
 }  // namespace kpn::sync
