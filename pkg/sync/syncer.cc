@@ -280,7 +280,9 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   }
   stats.rejectedServices = rejected_.size();
   if (!p.txn.empty() || !fingerprint_) takeFingerprint(generation);
-  nft::applyCommitted(committed_, desired == &rendered ? rendered : std::move(filtered), p);
+  // Not `desired == &rendered ? rendered : std::move(filtered)`: that conditional is a prvalue,
+  // a copy of the whole rendered ruleset (10k Parts' map: 3.4 ms after every change at 10k).
+  nft::applyCommitted(committed_, *desired, p);
   lastWasIncremental_ = mode_ == Mode::Incremental && refused.empty();
   lastChanges_ = std::move(changed);
   mode_ = Mode::Incremental;
