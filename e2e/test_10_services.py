@@ -108,7 +108,7 @@ def test_sctp_init_to_cluster_ip_is_dnatted_to_the_slice_endpoint(lab):
     table = lab.table("ip")
     assert "sctp" in table and "10.96.0.30" in table, "no SCTP rule/element for 10.96.0.30"
     # The shared SCTP pick chain, and the service's slot in the SCTP backends map.
-    assert "pick-sctp-1" in chain_names(table), chain_names(table)
+    assert "pick-sctp" in chain_names(table), chain_names(table)
     assert re.search(r'10\.96\.0\.30 \. 9000 \. 0 comment "default/sctpsvc:\S*" : ', table), table
 
     cli = lab.agent(client)

@@ -1,11 +1,13 @@
-"""Upgrade: a daemon of this version started on a node whose table the previous layout (a chain
-per Service port over sharded backends maps, main before issue 9) wrote takes it over in one
-transaction, with zero failed connections under the 20 ms loop, and ends with exactly the table
-it would have written on an empty node.
+"""Upgrade: a daemon of this version started on a node whose table an earlier layout wrote takes
+it over in one transaction, with zero failed connections under the 20 ms loop, and ends with
+exactly the table it would have written on an empty node. The earlier layouts:
+  - chain-per-service.nft: a chain per Service port over sharded backends maps (main before issue 9);
+  - shared-dispatch-goto.nft: the shared dispatch whose verdict map sent every destination to a
+    `pick-<proto>-<N>` chain (main at a526f49, before the count sets of pick_chains.h).
 
-The old table is a fixture: what the previous binary printed with --dry-run for the manifests
-below (pod addresses are deterministic in the lab). To write it again from that binary:
-    python3 e2e/test_41_upgrade.py /path/to/old/kube-proxy-nft > e2e/fixtures/chain-per-service.nft
+Each old table is a fixture: what that binary printed with --dry-run for the manifests below (pod
+addresses are deterministic in the lab). To write one again from its binary:
+    python3 e2e/test_41_upgrade.py /path/to/old/kube-proxy-nft > e2e/fixtures/<name>.nft
 """
 import json
 import os
@@ -22,7 +24,12 @@ from netlab import endpoint_slice, node_object, service, sh
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
 
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "chain-per-service.nft")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+# fixture -> what shows that the old layout is loaded
+OLD_LAYOUTS = {
+    "chain-per-service.nft": ["chain service-default/steady/tcp/http", "map backends-tcp-"],
+    "shared-dispatch-goto.nft": ["chain pick-tcp-2 {", ' : goto pick-tcp-2,'],
+}
 CLIENT, EP1, EP2, EP3 = "10.244.0.11", "10.244.0.12", "10.244.0.13", "10.244.0.14"
 REMOTE_EP = "10.244.1.5"  # on another node
 HTTP = [("http", 80, "TCP", 8080)]
@@ -70,17 +77,18 @@ def listing(text_ns):
     return out
 
 
-def test_a_chain_per_service_table_is_taken_over_in_one_transaction_without_a_failed_connection(lab):
+@pytest.mark.parametrize("fixture", sorted(OLD_LAYOUTS))
+def test_an_earlier_layouts_table_is_taken_over_in_one_transaction_without_a_failed_connection(lab, fixture):
     client = lab.add_pod("client")
     lab.add_backends(3, tcp=[8080], udp=[5353])
     assert client.v4 == CLIENT
     for name, objs in upgrade_manifests().items():
         lab.manifests.write(name, objs)
     # The node as the previous daemon left it.
-    load = sh(["nft", "-f", FIXTURE], ns=lab.node, check=False)
+    load = sh(["nft", "-f", os.path.join(FIXTURES, fixture)], ns=lab.node, check=False)
     assert load.returncode == 0, load.stderr[-2000:]
     old = lab.table("ip")
-    assert "chain service-default/steady/tcp/http" in old and "map backends-tcp-" in old, old[:3000]
+    assert all(marker in old for marker in OLD_LAYOUTS[fixture]), old[:3000]
     cli = lab.agent(client)
     assert cli.tcp("10.96.1.10", 80).split()[0] in (EP1, EP2), "the old table does not serve"
 

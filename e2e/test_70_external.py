@@ -295,5 +295,5 @@ def test_dry_run_of_external_services_loads_and_matches_the_live_table(lab, flag
         assert "firewall-default/web" in live, sorted(live)
         # shop (eTP=Local) has IPv4 endpoints only: outside traffic to its IPv4 NodePort picks
         # among this node's endpoints; its IPv6 NodePort rejects instead of dispatching
-        assert ("nodeport-pick-local-tcp-1" in live) == (fam == "ip"), sorted(live)
+        assert ("nodeport-pick-local-tcp" in live) == (fam == "ip"), sorted(live)
         assert not any("/" in c and not c.startswith("firewall-") for c in live), sorted(live)

@@ -148,6 +148,7 @@ Expr gotoVerdict(const std::string& chain) {
 }
 Expr dropVerdict() { return {"{\"drop\":null}", "drop"}; }
 Expr returnVerdict() { return {"{\"return\":null}", "return"}; }
+Expr continueVerdict() { return {"{\"continue\":null}", "continue"}; }
 
 }  // namespace kpn::nft
 
@@ -191,7 +192,7 @@ class TextReader {
         return string(out) && lit("}}");
       }
     }
-    for (const char* v : {"drop", "accept", "return"}) {
+    for (const char* v : {"drop", "accept", "return", "continue"}) {
       if (lit(std::string("{\"") + v + "\":null}")) {
         out += v;
         return true;

@@ -71,10 +71,11 @@ Stmt markSet(const Expr& value);
 Expr gotoVerdict(const std::string& chain);
 Expr dropVerdict();
 Expr returnVerdict();
+Expr continueVerdict();  // a hit that goes on with the next rule (the key is known, the work is later)
 
 // The native text of an element key or value from its JSON, exactly as the builders above write
 // it, for the forms elements use: strings (addresses, symbols), numbers, concat, prefix, and the
-// verdicts goto/jump/drop/accept/return. Anything else comes back as the JSON itself.
+// verdicts goto/jump/drop/accept/return/continue. Anything else comes back as the JSON itself.
 std::string exprText(std::string_view json);
 // The target of a {"goto":..} or {"jump":..} verdict; "" for anything else.
 std::string verdictTarget(std::string_view json);

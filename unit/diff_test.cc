@@ -46,7 +46,7 @@ bool onlyTouches(const nft::Transaction& t, const std::string& needle) {
   for (const auto& op : t.ops()) {
     if (op.kind == Kind::Chain || op.kind == Kind::Rule) {
       // The shared pick chains belong to no service.
-      if (op.name.find(needle) == std::string::npos && op.name.find("pick-") == std::string::npos) return false;
+      if (op.name.find(needle) == std::string::npos && op.name.find("pick") == std::string::npos) return false;
     } else if (op.kind == Kind::Element && op.name.rfind("backends-", 0) != 0 &&
                op.element().comment.find(needle) == std::string::npos && op.name != "hairpin") {
       return false;
@@ -70,7 +70,7 @@ TEST_CASE("a sync with no changes produces an empty transaction") {
   CHECK(p.sync(st).txn.empty());
 }
 
-TEST_CASE("adding one endpoint re-points one dispatch element and adds its slot: no rule, no chain") {
+TEST_CASE("adding one endpoint adds its slot and nothing else: no rule, no chain, no verdict") {
   Pipeline p;
   auto st = twoServices();
   // Other services with three and two endpoints: both pick chains stay in use.
@@ -84,22 +84,22 @@ TEST_CASE("adding one endpoint re-points one dispatch element and adds its slot:
   CHECK(onlyTouches(plan.txn, "web"));
   CHECK(count(plan.txn, Verb::Flush, Kind::Chain) == 0);
   CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
-  // service-ips: goto pick-tcp-2 -> goto pick-tcp-3 (delete + add of the key), slot 2, its hairpin pair.
-  CHECK(count(plan.txn, Verb::Delete, Kind::Element) == 1);
-  CHECK(count(plan.txn, Verb::Add, Kind::Element) == 3);
-  CHECK(plan.txn.size() == 4);
-  CHECK(v4(p).sets["service-ips"].elements.at("{\"concat\":[\"10.96.0.10\",\"tcp\",80]}").first ==
-        "{\"goto\":{\"target\":\"pick-tcp-3\"}}");
-  // A count in the pool (render::kPooledCounts) has its chain already: still elements only.
+  // Slot 2 and its hairpin pair: the slots are the count (pick_chains.h). No verdict element
+  // changes, so the kernel has no jump graph to validate.
+  CHECK(count(plan.txn, Verb::Delete, Kind::Element) == 0);
+  CHECK(count(plan.txn, Verb::Add, Kind::Element) == 2);
+  CHECK(plan.txn.size() == 2);
+  CHECK(v4(p).sets["backends-tcp"].elements.count("{\"concat\":[\"10.96.0.10\",80,2]}") == 1);
+  CHECK(v4(p).sets["service-ips"].elements.empty());
+  // Every count in the pool (render::kPooledCounts) has its rule already: elements only.
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)},
                        {{"10.244.1.2"}, {"10.244.2.3"}, {"10.244.3.4"}, {"10.244.3.5"}}));
   plan = p.sync(st);
   CHECK(count(plan.txn, Verb::Add, Kind::Chain) == 0);
   CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
-  CHECK(v4(p).chains.count("pick-tcp-4") == 1);
-  CHECK(v4(p).chains.count("pick-tcp-3") == 1);
-  // A count above the pool that nobody had before adds its pick chain (one rule) in the same
-  // transaction, and its last user takes it away again.
+  CHECK(plan.txn.size() == 2);
+  // A count above the pool that nobody had before adds its pick chain (one rule) and a dispatch
+  // verdict in the same transaction, and its last user takes it away again.
   std::vector<Ep> many;
   for (uint32_t i = 0; i <= render::kPooledCounts; ++i) many.push_back({"10.244.4." + std::to_string(i + 1)});
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, many));
@@ -108,38 +108,46 @@ TEST_CASE("adding one endpoint re-points one dispatch element and adds its slot:
   CHECK(count(plan.txn, Verb::Add, Kind::Chain) == 1);
   CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 1);
   CHECK(v4(p).chains.count(above) == 1);
+  CHECK(v4(p).sets["service-ips"].elements.at("{\"concat\":[\"10.96.0.10\",\"tcp\",80]}").first ==
+        "{\"goto\":{\"target\":\"" + above + "\"}}");
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.2.3"}}));
   plan = p.sync(st);
   CHECK(count(plan.txn, Verb::Delete, Kind::Chain) == 1);
   CHECK(v4(p).chains.count(above) == 0);
+  CHECK(v4(p).sets["service-ips"].elements.empty());
 }
 
-TEST_CASE("the pool of pick chains comes with a key space's first destination and goes with its last") {
+TEST_CASE("the pool of pick rules comes with a key space's first destination and goes with its last") {
   Pipeline p;
   auto st = twoServices();
   p.sync(st);
-  for (uint32_t n = 1; n <= render::kPooledCounts; ++n) CHECK(v4(p).chains.count("pick-tcp-" + std::to_string(n)) == 1);
-  CHECK(v4(p).chains.count("pick-udp-1") == 0);  // no UDP destination
-  CHECK(v4(p).chains.count("pick-local-tcp-1") == 0);
+  CHECK(v4(p).rules["pick-tcp"].size() == render::kPooledCounts);
+  CHECK(v4(p).rules["pick"].size() == 1);  // the entry rule of TCP
+  CHECK(v4(p).chains.count("pick-udp") == 0);  // no UDP destination
+  CHECK(v4(p).chains.count("pick-local-tcp") == 0);
   // Before any element of its map: the kernel's walk over the map at binding time finds nothing.
   st.upsertService(service("default", "dns", {"10.96.0.53"}, {port("dns", 53, api::Protocol::UDP)}));
   st.upsertSlice(slice("default", "dns-1", "dns", {epPort("dns", 5353, api::Protocol::UDP)}, {{"10.244.6.1"}}));
   auto plan = p.sync(st);
-  CHECK(count(plan.txn, Verb::Add, Kind::Chain) == render::kPooledCounts);
-  size_t firstElement = plan.txn.size(), lastPickRule = 0;
+  CHECK(count(plan.txn, Verb::Add, Kind::Chain) == 1);  // pick-udp
+  CHECK(count(plan.txn, Verb::Add, Kind::Set) == 0);
+  size_t firstElement = plan.txn.size(), lastBindingRule = 0;
   for (size_t i = 0; i < plan.txn.size(); ++i) {
     const auto& op = plan.txn.ops()[i];
     if (op.kind == Kind::Element && op.name == "backends-udp") firstElement = std::min(firstElement, i);
-    if (op.kind == Kind::Rule && op.name.rfind("pick-udp-", 0) == 0) lastPickRule = i;
+    if (op.kind == Kind::Rule && (op.name == "pick-udp" || op.name == "pick")) lastBindingRule = i;
   }
-  CHECK(lastPickRule < firstElement);
+  CHECK(lastBindingRule < firstElement);
+  CHECK(v4(p).rules["pick"].size() == 2);
   st.deleteService("default", "dns");
   p.sync(st);
-  CHECK(v4(p).chains.count("pick-udp-1") == 0);
+  CHECK(v4(p).chains.count("pick-udp") == 0);
   st.deleteService("default", "web");
   st.deleteService("default", "db");
   p.sync(st);
-  for (const auto& [name, c] : v4(p).chains) CHECK(name.find("pick-") == std::string::npos);
+  // What stays: the four empty entry chains the services chain jumps to.
+  for (const auto& [name, c] : v4(p).chains)
+    if (name.find("pick") != std::string::npos) CHECK(v4(p).rules[name].empty());
 }
 
 TEST_CASE("swapping one endpoint for another is element-only") {
@@ -164,7 +172,7 @@ TEST_CASE("removing an endpoint moves at most one other and keeps shared hairpin
   CHECK(onlyTouches(plan.txn, "web"));
   for (const auto& op : plan.txn.ops()) CHECK(op.name != "hairpin");
   CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
-  CHECK(v4(p).chains.count("pick-tcp-2") == 1);  // its last user is gone, but it is pooled
+  CHECK(v4(p).rules["pick-tcp"].size() == render::kPooledCounts);  // no user has 2 now, but it is pooled
   CHECK(v4(p).sets["hairpin"].elements.count("{\"concat\":[\"10.244.1.2\",\"10.244.1.2\"]}") == 1);
   // Once db drops it too, the pair goes.
   st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.7.7"}}));
@@ -187,17 +195,16 @@ TEST_CASE("a service losing all endpoints is rejected instead of dispatched, and
   CHECK(v4(p).sets["no-endpoint-services"].elements.empty());
 }
 
-TEST_CASE("deleting a service removes every element it owned; the pooled pick chains stay") {
+TEST_CASE("deleting a service removes every element it owned; the pooled pick rules stay") {
   Pipeline p;
   auto st = twoServices();
   p.sync(st);
   st.deleteService("default", "web");
   p.sync(st);
   auto& t = v4(p);
-  CHECK(t.chains.count("pick-tcp-2") == 1);  // pooled
-  CHECK(t.chains.count("pick-tcp-1") == 1);
+  CHECK(t.rules["pick-tcp"].size() == render::kPooledCounts);  // pooled
+  CHECK(t.sets["service-ips"].elements.empty());
   CHECK(t.sets["cluster-ips"].elements.count("\"10.96.0.10\"") == 0);
-  CHECK(t.sets["service-ips"].elements.size() == 1);
   size_t backends = 0;
   for (auto& [name, s] : t.sets)
     if (name.rfind("backends-", 0) == 0) backends += s.elements.size();
@@ -274,7 +281,7 @@ TEST_CASE("restart: reconciling repairs only what differs") {
   auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
   REQUIRE(p.kernel.commit(plan.txn).ok);
   CHECK(count(plan.txn, Verb::Add, Kind::Element) == 2);  // the two hairpin pairs
-  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 9);     // the services chain's nine rules
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 13);    // the services chain's thirteen rules
   CHECK(count(plan.txn, Verb::Delete, Kind::Chain) == 1);
   CHECK(v4(p).sets["hairpin"].elements.size() == 2);
 }
@@ -294,8 +301,8 @@ TEST_CASE("a full resync flushes and refills without deleting the tables and dro
   CHECK(count(plan.txn, Verb::Flush, Kind::Table) == 2);
   REQUIRE(p.kernel.commit(plan.txn).ok);
   CHECK(v4(p).chains.count("service-default/gone/tcp/80") == 0);
-  CHECK(v4(p).chains.count("pick-tcp-2") == 1);
-  CHECK(v4(p).sets["service-ips"].elements.size() == 2);
+  CHECK(v4(p).chains.count("pick-tcp") == 1);
+  CHECK(v4(p).sets["backends-tcp"].elements.size() == 3);  // web's two slots, db's one
 }
 
 TEST_CASE("upgrade: the chain-per-service layout's endpoint orders are adopted and its objects replaced in one plan") {
@@ -327,16 +334,18 @@ TEST_CASE("upgrade: the chain-per-service layout's endpoint orders are adopted a
   CHECK(fresh.slots().orders().at("default/web").at("ip all/tcp/http") ==
         render::EndpointOrder{"{\"concat\":[\"10.244.2.3\",8080]}", "{\"concat\":[\"10.244.1.2\",8080]}"});
   auto plan = nft::planReconcile({old, nft::ListedTable{}}, rs);
-  bool chainGone = false, shardGone = false, repointed = false;
+  bool chainGone = false, shardGone = false, verdictGone = false, counted = false;  // counted: web's slot 1
   for (const auto& op : plan.txn.ops()) {
     chainGone |= op.verb == Verb::Delete && op.kind == Kind::Chain && op.name == "service-default/web/tcp/http";
     shardGone |= op.verb == Verb::Delete && op.kind == Kind::Set && op.name == "backends-tcp-1";
-    repointed |= op.verb == Verb::Add && op.kind == Kind::Element && op.name == "service-ips" &&
-                 op.element().value == "{\"goto\":{\"target\":\"pick-tcp-2\"}}";
+    verdictGone |= op.verb == Verb::Delete && op.kind == Kind::Element && op.name == "service-ips";
+    counted |= op.verb == Verb::Add && op.kind == Kind::Element && op.name == "backends-tcp" &&
+               op.element().key == "{\"concat\":[\"10.96.0.10\",80,1]}";
   }
   CHECK(chainGone);
   CHECK(shardGone);
-  CHECK(repointed);
+  CHECK(verdictGone);
+  CHECK(counted);
 }
 
 TEST_CASE("the element index points at a committed copy and keeps its Part alive") {

@@ -401,7 +401,7 @@ TEST_CASE("golden: external services render to exactly unit/golden/external-serv
   // What each path does is asserted as behaviour in unit/behaviour_external_test.cc.
 
   // No chain per service on the common path: base chains, the shared pick chains, and a
-  // firewall chain for the one service with source ranges.
+  // firewall chain for the one service with source ranges; a destination is its slots.
   {
     std::istringstream lines(t);
     std::set<std::string> chains;
@@ -409,13 +409,14 @@ TEST_CASE("golden: external services render to exactly unit/golden/external-serv
       if (line.rfind("add chain ip kube-proxy ", 0) == 0) chains.insert(line.substr(24, line.find(' ', 24) - 24));
     for (const std::string& c : chains) {
       INFO(c);
-      CHECK((c.rfind("pick-", 0) == 0 || c.rfind("nodeport-pick-", 0) == 0 || c == "firewall-ns1/svc6" ||
+      CHECK((c.rfind("pick", 0) == 0 || c.rfind("nodeport-pick", 0) == 0 || c == "firewall-ns1/svc6" ||
              c.find('/') == std::string::npos));
     }
-    CHECK(chains.count("pick-tcp-2"));           // svc1, svc2: both endpoints
-    CHECK(chains.count("pick-tcp-1"));           // svc3 (iTP=Local: the local one), svc5, svc6
-    CHECK(chains.count("pick-local-tcp-1"));     // svc2 from outside
-    CHECK(chains.count("nodeport-pick-local-tcp-1"));
+    CHECK(chains.count("pick-tcp"));
+    CHECK(chains.count("pick-local-tcp"));
+    CHECK(chains.count("nodeport-pick-local-tcp"));
+    CHECK(has(t, "add element ip kube-proxy local-backends-tcp { 5.6.7.8 . 80 . 0 comment \"ns1/svc2:p80\" : "));
+    CHECK(has(t, "add element ip kube-proxy local-service-ips { 5.6.7.8 . tcp . 80 comment \"ns1/svc2:p80\" : continue }"));
   }
 }
 

@@ -92,10 +92,19 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
   std::vector<Stmt> outsideIPs = fromOutside, outsideNodePorts = fromOutside;
   outsideIPs.push_back(st::vmap(serviceKeyExpr(f), kLocalServiceIPs));
   outsideNodePorts.push_back(st::vmap(nodePortKey, kLocalServiceNodePorts));
+  // After each dispatch map, the key space's counted destinations (pick_chains.h). The local
+  // ones follow their map at once: eTP=Local outside traffic never reaches the cluster-wide rules.
+  std::vector<Stmt> outsideIPsCounted = fromOutside, outsideNodePortsCounted = fromOutside;
+  outsideIPsCounted.push_back(st::jump(entryChainName(KeySpace::LocalAddress)));
+  outsideNodePortsCounted.push_back(st::jump(entryChainName(KeySpace::LocalNodePort)));
   services.push_back(makeRule(outsideIPs, "outside traffic to eTP=Local services: this node's endpoints"));
+  services.push_back(makeRule(outsideIPsCounted));
   services.push_back(onNodePortAddress(outsideNodePorts, "outside traffic to eTP=Local NodePorts: this node's endpoints"));
+  services.push_back(onNodePortAddress(outsideNodePortsCounted));
   services.push_back(makeRule({st::vmap(serviceKeyExpr(f), kServiceIPs)}));
+  services.push_back(makeRule({st::jump(entryChainName(KeySpace::Address))}));
   services.push_back(onNodePortAddress({st::vmap(nodePortKey, kServiceNodePorts)}));
+  services.push_back(onNodePortAddress({st::jump(entryChainName(KeySpace::NodePort))}));
   // In filter-input the destination is local already: upstream leaves out the fib test here.
   Rule nodePortCheck = env.nodePortMatchAll
                            ? makeRule({loopback, st::vmap(nodePortKey, kNoEndpointNodePorts)})

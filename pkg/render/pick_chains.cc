@@ -36,6 +36,20 @@ std::string pickChainName(KeySpace space, api::Protocol proto, uint32_t endpoint
   return name + api::protocolName(proto) + "-" + std::to_string(endpoints);
 }
 
+std::string protocolPickChainName(KeySpace space, api::Protocol proto) {
+  std::string name = space == KeySpace::NodePort || space == KeySpace::LocalNodePort ? "nodeport-" : "";
+  name += "pick-";
+  if (localSubset(space)) name += "local-";
+  return name + api::protocolName(proto);
+}
+
+std::string entryChainName(KeySpace space) {
+  std::string name = space == KeySpace::NodePort || space == KeySpace::LocalNodePort ? "nodeport-pick" : "pick";
+  return localSubset(space) ? name + "-local" : name;
+}
+
+bool Pick::counted() const { return !affinitySeconds && !sourceHash && endpoints <= kPooledCounts; }
+
 std::string Pick::chainName() const {
   std::string name = pickChainName(space, proto, endpoints);
   if (sourceHash) name.insert(name.find("pick-") + 5, "hash-");  // "pick-hash-tcp-251"
@@ -53,14 +67,44 @@ Chain pickChain(Family f, const Pick& pick) {
                {makeRule({st::dnatMap(f, ex::concat(key), backendsMapName(pick.space, pick.proto))})}};
 }
 
-std::set<Pick> declaredPicks(const std::map<Pick, int>& users) {
-  std::set<Pick> picks;
+PickLayout declaredPicks(const std::map<Pick, int>& users) {
+  PickLayout out;
   for (const auto& [pick, n] : users) {
     if (n <= 0) continue;
-    picks.insert(pick);
-    for (uint32_t count = 1; count <= kPooledCounts; ++count) picks.insert(Pick{pick.space, pick.proto, count});
+    out.pools.emplace(pick.space, pick.proto);
+    if (!pick.counted()) out.chains.insert(pick);
   }
-  return picks;
+  return out;
+}
+
+Chain protocolPickChain(Family f, const Pool& pool) {
+  const auto& [space, proto] = pool;
+  const std::vector<Expr> dest = destinationFields(f, space, proto);
+  const std::string map = backendsMapName(space, proto);
+  Chain c{protocolPickChainName(space, proto), std::nullopt, {}};
+  for (uint32_t n = 1; n <= kPooledCounts; ++n) {
+    // Rules n-1 and before did not fire: slots 0..n-1 exist. Slot n missing: n endpoints.
+    std::vector<Expr> slot = dest, key = dest;
+    slot.push_back(ex::numgenRandom(1, n));
+    key.push_back(ex::numgenRandom(n, 0));
+    c.rules.push_back(makeRule({st::matchSet(ex::concat(slot), map, true), st::dnatMap(f, ex::concat(key), map)},
+                               std::to_string(n) + (n == 1 ? " endpoint" : " endpoints")));
+  }
+  return c;
+}
+
+Chain entryChain(Family f, KeySpace space, const std::set<Pool>& pools) {
+  Chain c{entryChainName(space), std::nullopt, {}};
+  for (api::Protocol proto : kProtocols) {
+    if (!pools.count({space, proto})) continue;
+    // Slot 0 in the backends map: a destination with endpoints (one lookup for all other traffic).
+    // Destinations of the dispatch maps have slots too, but their lookup came first and went.
+    std::vector<Expr> key = destinationFields(f, space, proto);
+    key.push_back(ex::numgenRandom(1, 0));
+    c.rules.push_back(makeRule({st::matchSet(ex::concat(key), backendsMapName(space, proto)),
+                                st::goTo(protocolPickChainName(space, proto))}));
+  }
+  return c;
 }
 
 std::vector<SetDecl> backendsMapDeclarations(Family f) {

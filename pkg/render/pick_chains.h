@@ -1,17 +1,40 @@
-// Shared dispatch: how a destination reaches one of its endpoints without a chain of its own.
+// Shared dispatch: how a destination reaches one of its endpoints without a chain of its own, and
+// without any element that says how many endpoints it has.
 //
-// A dispatch verdict map (@service-ips, @service-nodeports, and for the outside traffic of
-// externalTrafficPolicy=Local destinations @local-service-ips, @local-service-nodeports) sends a
-// destination with N endpoints to the one shared chain `pick-<proto>-<N>` of its key space:
+// A destination with N endpoints (N up to kPooledCounts, the random scheduler) is nothing but its
+// N elements in its key space's backends map, at slots 0..N-1 (slots are dense: backend_order.h):
 //
-//   chain pick-tcp-3 { dnat ip to ip daddr . tcp dport . numgen random mod 3 map @backends-tcp }
+//   map backends-tcp { typeof ip daddr . tcp dport . numgen random mod 1 : ip daddr . tcp dport;
+//                      elements = { 10.96.0.10 . 80 . 0 : 10.244.1.2 . 8080, ... . 1 : ..., ... . 2 : ... } }
+//   chain pick { ip daddr . tcp dport . numgen random mod 1 @backends-tcp goto pick-tcp }
+//   chain pick-tcp {
+//     ip daddr . tcp dport . numgen random mod 1 offset 1 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 1 map @backends-tcp
+//     ip daddr . tcp dport . numgen random mod 1 offset 2 != @backends-tcp dnat ... mod 2 ...
+//     ...
+//     ip daddr . tcp dport . numgen random mod 1 offset 16 != @backends-tcp dnat ... mod 16 ... }
 //
-// and that destination's N elements in the key space's backends map name its endpoints:
-// `10.96.0.10 . 80 . 0 : 10.244.1.2 . 8080`, `... . 1 : ...`, `... . 2 : ...`. The chains exist
-// for counts 1..kPooledCounts in every key space and protocol with a destination (below) and for
-// larger counts while in use, the maps are declared once at start-up (nft 1.0.6 JSON cannot
-// declare a typeof map), and each map is bound by one rule per declared count, so element loads
-// stay linear (scale-floor.md §6).
+// (`numgen random mod 1 offset i` is the constant i with the type of the maps' slot field.) The
+// `services` chain jumps to `pick` (and its siblings for the other key spaces) after the dispatch
+// verdict maps; `pick` lets through destinations that have slot 0, so other traffic pays one
+// lookup; in `pick-tcp` rule i fires on the first missing slot i, so a destination with N
+// endpoints takes rule N after N lookups (first packet of a connection only). Why count by slots
+// and not by a verdict `goto pick-tcp-N` per destination: adding or changing a goto/jump element
+// makes the kernel validate the jump graph at commit, walking every element of every verdict map
+// reachable from the base chains, a cost that grows with the number of services (1.8 ms at 1k,
+// 14 ms at 30k services per commit). Here an endpoint added or removed is its slot element, a
+// service added or removed is its slots: no element anywhere else, the same cost at any size.
+//
+// The dispatch verdict maps (@service-ips, @service-nodeports, @local-service-ips,
+// @local-service-nodeports) keep the destinations that need a chain of their own kind: session
+// affinity (affinity.h), source hash and round-robin (scheduler.h), counts above the pool (a
+// `pick-tcp-17` chain while in use), and, for the local maps, `return` (no local endpoint) and
+// `continue` (counted: every eTP=Local destination is in its local map, which the masquerade rule
+// for the node's own traffic reads as a set).
+//
+// The per-protocol chain exists for every key space and protocol with a destination at all; the
+// backends maps are declared once at start-up (nft 1.0.6 JSON cannot declare a typeof map). Each
+// backends map is bound by the rules of its chain and one entry rule, all created while the map is
+// still empty (below), so element loads stay linear (scale-floor.md §6).
 #pragma once
 
 #include <cstdint>
@@ -35,8 +58,14 @@ enum class KeySpace {
 
 // "backends-tcp", "local-backends-tcp", "nodeport-backends-tcp", "nodeport-local-backends-tcp"
 std::string backendsMapName(KeySpace space, api::Protocol proto);
-// "pick-tcp-3", "pick-local-tcp-3", "nodeport-pick-tcp-3", "nodeport-pick-local-tcp-3"
+// "pick-tcp-17", "pick-local-tcp-17", "nodeport-pick-tcp-17", "nodeport-pick-local-tcp-17": the
+// chain of a count above the pool.
 std::string pickChainName(KeySpace space, api::Protocol proto, uint32_t endpoints);
+// "pick-tcp", "pick-local-tcp", "nodeport-pick-tcp", "nodeport-pick-local-tcp": one rule per count.
+std::string protocolPickChainName(KeySpace space, api::Protocol proto);
+// "pick", "pick-local", "nodeport-pick", "nodeport-pick-local": where `services` sends a key space's
+// traffic after its dispatch map; one rule per protocol with counted destinations.
+std::string entryChainName(KeySpace space);
 
 struct Pick {
   KeySpace space;
@@ -48,6 +77,8 @@ struct Pick {
   // Source hash (scheduler.h): `endpoints` is then the size of the lookup table (maglev.h).
   bool sourceHash = false;
   std::string chainName() const;
+  // The plain random pick of up to kPooledCounts endpoints: counted by its slots, no chain.
+  bool counted() const;
   bool operator<(const Pick& o) const {
     if (space != o.space) return space < o.space;
     if (proto != o.proto) return proto < o.proto;
@@ -61,7 +92,8 @@ struct Pick {
   }
 };
 
-// The chain itself: one dnat rule over the map of its key space (with affinity: affinity.h).
+// The chain of a pick that is not counted: one dnat rule over the map of its key space (with
+// affinity: affinity.h).
 nft::Chain pickChain(nft::Family f, const Pick& pick);
 // The packet fields of a destination as nft names them: "ip daddr . tcp dport" or "tcp dport".
 std::vector<nft::Expr> destinationFields(nft::Family f, KeySpace s, api::Protocol proto);
@@ -70,16 +102,26 @@ extern const std::vector<KeySpace> kSpaces;
 extern const std::vector<api::Protocol> kProtocols;
 bool localSubset(KeySpace s);
 
-// Counts 1..kPooledCounts have their pick chain in every key space and protocol that has a
-// destination at all, used or not. Why: the kernel walks every element of a map when a rule in a
-// new chain binds it (nf_tables_bind_set), ~15 ms for a 100k-element backends map and 85% of an
-// endpoint-added commit at 10k x 10; with the chain already there a count change is an element
-// re-point. The pool is created while its map is still empty (the first destination of a key
-// space and protocol brings it: the walk finds nothing), and each extra binding costs an element
-// add only a register check. Counts above the pool get their chain when first used, as before.
+// Counts 1..kPooledCounts are the rules of the per-protocol chain of every key space and protocol
+// that has a destination at all, used or not. Why: the kernel walks every element of a map when a
+// new rule binds it (nf_tables_bind_set), ~15 ms for a 100k-element backends map; with the rules
+// already there a count change is a slot element. The pool is created while its map is still
+// empty (the first destination of a key space and protocol brings it: the walk finds nothing),
+// and each extra binding costs an element add only a register check.
 constexpr uint32_t kPooledCounts = 16;
-// The pick chains to declare for these users (count of destinations per pick).
-std::set<Pick> declaredPicks(const std::map<Pick, int>& users);
+using Pool = std::pair<KeySpace, api::Protocol>;
+// What the picks Part declares for these users (count of destinations per pick): the pools, and
+// the chains of the picks that are not counted.
+struct PickLayout {
+  std::set<Pool> pools;
+  std::set<Pick> chains;
+  bool operator==(const PickLayout& o) const { return pools == o.pools && chains == o.chains; }
+};
+PickLayout declaredPicks(const std::map<Pick, int>& users);
+// A pool's per-protocol chain: rule N dnats among N slots when slot N is the first missing one.
+nft::Chain protocolPickChain(nft::Family f, const Pool& pool);
+// A key space's entry chain: one rule per pooled protocol, for destinations with slot 0.
+nft::Chain entryChain(nft::Family f, KeySpace space, const std::set<Pool>& pools);
 
 // Every backends map name (4 key spaces x 3 protocols).
 std::vector<std::string> backendsMapNames();

@@ -18,10 +18,14 @@ std::string ownerOf(const std::string& serviceKey) { return "svc " + serviceKey;
 const char* kBaseOwner = "base";
 const char* kPicksOwner = "picks";  // the shared pick chains for the endpoint counts in use
 
-PartPtr picksPart(Family f, const std::set<Pick>& picks) {
+// The entry chain of every key space (the base `services` chain jumps to all four), each pool's
+// per-protocol chain, and the chains of the picks that are not counted.
+PartPtr picksPart(Family f, const PickLayout& layout) {
   auto part = std::make_shared<Part>();
+  for (KeySpace space : kSpaces) part->chains.push_back(entryChain(f, space, layout.pools));
+  for (const Pool& pool : layout.pools) part->chains.push_back(protocolPickChain(f, pool));
   std::set<std::string> slotChains;  // affinity picks of several counts share their slot chains
-  for (const Pick& pick : picks) {
+  for (const Pick& pick : layout.chains) {
     part->chains.push_back(pickChain(f, pick));
     if (pick.affinitySeconds)
       for (Chain& c : affinitySlotChains(f, pick))
@@ -136,9 +140,10 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
   }
   // A count change inside the pool leaves the declared chains as they are: elements only.
   for (size_t f = 0; f < last_.tables.size(); ++f) {
-    std::set<Pick> picks = declaredPicks(pickUsers_[f]);
+    PickLayout picks = declaredPicks(pickUsers_[f]);
     if (incremental && picks == declaredPicks_[f]) continue;
-    last_.tables[f].parts[kPicksOwner] = picksPart(last_.tables[f].family, picks);
+    Table& t = last_.tables[f];
+    t.parts[kPicksOwner] = picksPart(t.family, picks);
     declaredPicks_[f] = std::move(picks);
     if (incremental) touched_.insert(kPicksOwner);
   }

@@ -1,7 +1,7 @@
 // State + node config -> the desired ruleset (both families). The Renderer reuses the previous
 // Part of every Service whose objects did not change (service_part.h renders one), which must equal
 // a from-scratch render with the same endpoint orders (tested), and keeps the shared pick chains
-// (pick_chains.h) for the endpoint counts in use and a pool of small counts, in a Part of their own.
+// (pick_chains.h) of the key spaces and protocols in use, in a Part of their own.
 #pragma once
 
 #include <map>
@@ -65,7 +65,7 @@ class Renderer {
   // The pick chains each service's Parts use, per family, and how many services use each.
   std::map<std::string, std::vector<Pick>> picksByService_[2];
   std::map<Pick, int> pickUsers_[2];
-  std::set<Pick> declaredPicks_[2];  // the pick chains the last render declared (pick_chains.h)
+  PickLayout declaredPicks_[2];  // the pools and pick chains the last render declared (pick_chains.h)
   void usePicks(size_t family, const std::string& key, std::vector<Pick> picks);
   bool lastWasIncremental_ = false;
 };

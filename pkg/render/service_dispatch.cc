@@ -70,8 +70,14 @@ void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::ve
   }
   if (p.scheduler == Scheduler::RoundRobin && !p.affinitySeconds && order.size() > 1)
     return roundRobinTo(b, p, space, dest, dispatchKey, dispatchMap, static_cast<uint32_t>(order.size()));
-  b.part.elements.push_back(verdictElement(dispatchMap, dispatchKey, pick.chainName(), p.comment));
   b.picks.insert(pick);
+  if (!pick.counted()) {
+    b.part.elements.push_back(verdictElement(dispatchMap, dispatchKey, pick.chainName(), p.comment));
+    return;
+  }
+  // Counted by its slots alone (pick_chains.h): no dispatch element. Every eTP=Local destination is in its local map (the node's own traffic is marked through it);
+  // `continue` hands outside traffic on to the local entry chain.
+  if (localSubset(space)) verdictFor(b, p, dispatchMap, dispatchKey, continueVerdict());
 }
 
 void verdictFor(PartBuilder& b, const PortPlan& p, const std::string& map, const Expr& key, const Expr& verdict) {

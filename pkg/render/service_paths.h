@@ -65,8 +65,9 @@ std::vector<nft::Expr> nodePortSlotPrefix(int32_t nodePort);                    
 // "<map>|<destination parts JSON>": how BackendOrders names a listed destination.
 std::string destinationId(KeySpace space, api::Protocol proto, const std::vector<nft::Expr>& dest);
 
-// The destination's slots in its key space's backends map, and its element in `dispatchMap` that
-// sends it to the pick chain of that many endpoints.
+// The destination's slots in its key space's backends map, which are all a plain random pick of up
+// to 16 endpoints needs, or (affinity, schedulers, large counts) also its element in `dispatchMap`
+// that sends it to a chain of its kind (pick_chains.h).
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<nft::Expr>& dest,
                 const nft::Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order);
 // A verdict (nft::dropVerdict(), returnVerdict(), gotoVerdict(reject-chain)) for a key of a map.

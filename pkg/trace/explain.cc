@@ -71,7 +71,7 @@ void explainForOurLayout(nft::eval::Report& r) {
   for (const auto& s : c.path)
     for (const auto& l : s.lookups)
       if ((l.set == render::kLocalServiceIPs || l.set == render::kLocalServiceNodePorts) &&
-          s.action.find("vmap") != std::string::npos && l.value.rfind("goto", 0) == 0) {
+          s.action.find("vmap") != std::string::npos && (l.value.rfind("goto", 0) == 0 || l.value == "continue")) {
         r.reason += "; externalTrafficPolicy Local: only this node's endpoints, the client's address kept";
         return;
       }
