@@ -1,5 +1,7 @@
 #include "nft/helper_process.h"
 
+#include <glog/logging.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -159,6 +161,12 @@ std::string SupervisedHelper::stop(bool kill) {
 }
 
 void SupervisedHelper::recycle() { stop(false); }
+
+void SupervisedHelper::renew() {
+  stop(false);
+  std::string error;
+  if (!start(&error)) LOG(WARNING) << error << "; the next call tries again";
+}
 
 std::optional<std::string> SupervisedHelper::call(const std::string& request, std::string* error) {
   if (pid_ == 0 && !start(error)) return std::nullopt;

@@ -42,12 +42,12 @@ Ctx newContext(bool json) {
 // on a context of their own that is always a dry run.
 class Contexts {
  public:
+  // The commit context before the first request: a helper started ahead of its first call
+  // (SupervisedHelper::renew) then answers it without this cost.
+  void warm() { ready(NftOp::Commit); }
+
   NftAnswer run(NftOp op, const std::string& buf) {
-    Ctx& ctx = contextFor(op);
-    if (!ctx) {
-      ctx = newContext(op != NftOp::Native);
-      if (ctx && op == NftOp::Check) nft_ctx_set_dry_run(ctx.get(), true);
-    }
+    Ctx& ctx = ready(op);
     NftAnswer a;
     if (!ctx) {
       a.error = "nft_ctx_new failed";
@@ -66,6 +66,14 @@ class Contexts {
   }
 
  private:
+  Ctx& ready(NftOp op) {
+    Ctx& ctx = contextFor(op);
+    if (!ctx) {
+      ctx = newContext(op != NftOp::Native);
+      if (ctx && op == NftOp::Check) nft_ctx_set_dry_run(ctx.get(), true);
+    }
+    return ctx;
+  }
   Ctx& contextFor(NftOp op) {
     switch (op) {
       case NftOp::Commit: return commit_;
@@ -101,6 +109,7 @@ int serve(const std::vector<ScopedTable>& scope) {
     std::fprintf(stderr, "nft helper: libnftnl interposers not active (guard %d, scope %d)\n", typeofGuardActive(),
                  cacheScopeActive());
   Contexts contexts;
+  contexts.warm();
   std::string frame, buffer;
   NftOp op;
   while (readFrame(kFd, &frame, kMaxRequestBytes)) {

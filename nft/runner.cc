@@ -53,7 +53,7 @@ RunResult NftRunner::commit(const Transaction& txn) {
   std::string json = txn.toJson();
   RunResult r = run(NftOp::Commit, json);
   r.bytes = json.size();
-  if (txn.size() > kRecycleAfterOps) helper_.recycle();
+  if (txn.size() > kRecycleAfterOps) helper_.renew();
   return r;
 }
 
@@ -100,7 +100,7 @@ RunResult NftRunner::list(Family f, const std::string& table, ListedTable* out) 
   // that helper afterwards were 3-5x slower than in a fresh one. A new helper takes the next call.
   size_t elements = 0;
   for (const auto& [name, set] : out->sets) elements += set.elements.size();
-  if (elements > kRecycleAfterOps) helper_.recycle();
+  if (elements > kRecycleAfterOps) helper_.renew();
   return {};
 }
 

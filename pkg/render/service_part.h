@@ -4,7 +4,8 @@
 // renderServicePart is pure except for one argument it mutates: `orders`, the sticky slot orders
 // of the service's endpoint sets (it places the sets this render uses; the caller retains them).
 // Each traffic path has its own file: service_cluster_ip.cc, service_external.cc,
-// service_firewall.cc; service_dispatch.cc writes a destination's slots and dispatch element.
+// service_firewall.cc; service_dispatch.cc writes a destination's slots and, for a pick that is
+// not counted by its slots alone, its dispatch element.
 #pragma once
 
 #include <string>
@@ -24,7 +25,7 @@ bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg);
 
 struct ServicePart {
   nft::PartPtr part;                     // null: nothing in this family
-  std::vector<Pick> picks;               // the shared pick chains its dispatch elements go to
+  std::vector<Pick> picks;               // the shared picks its destinations use (pick_chains.h)
   std::vector<std::string> orderOwners;  // the endpoint orders it placed (BackendOrders owners)
 };
 
