@@ -175,18 +175,24 @@ def write_atomic(path, obj):
 SHARE = {"every": 0, "affinity": False, "scheduler": None}
 
 
+def share_of(fraction, affinity=False, scheduler=None):
+    return {"every": int(round(1 / fraction)) if fraction > 0 else 0, "affinity": affinity, "scheduler": scheduler}
+
+
 def set_share(fraction, affinity=False, scheduler=None):
-    SHARE["every"] = int(round(1 / fraction)) if fraction > 0 else 0
-    SHARE["affinity"], SHARE["scheduler"] = affinity, scheduler
+    SHARE.update(share_of(fraction, affinity, scheduler))
 
 
 class State:
     """The generated cluster: every service name -> (clusterIP, [endpoint IPs]), plus allocators
     positioned after everything already used, so later changes stay unique."""
 
-    def __init__(self, services, endpoints, probes, kind="clusterip"):
+    def __init__(self, services, endpoints, probes, kind="clusterip", share=None):
         self.n, self.e, self.p = services, endpoints, probes
         self.kind = kind
+        # This state's own share (share_of()), so that states written side by side in one run
+        # keep theirs; default: the module's (--affinity-share / --scheduler).
+        self.share = dict(share or SHARE)
         self.lb_ips = Allocator(LB_IP_BASE, LB_IP_LAST)
         self.svc_ips = Allocator(CLUSTER_IP_BASE, CLUSTER_IP_LAST)
         self.ep_ips = Allocator(EP_IP_BASE, EP_IP_LAST)
@@ -200,7 +206,7 @@ class State:
             self.bulk_names.append(self._new_service("svc-%05d" % i, endpoints))
         for i in range(probes):
             self.probe_names.append(self._new_service("probe-%02d" % i, endpoints))
-        self.probe_names_set = set(self.probe_names) if SHARE["every"] else set()
+        self.probe_names_set = set(self.probe_names) if self.share["every"] else set()
 
     def _new_service(self, name, n_eps):
         self._uid += 1
@@ -221,12 +227,13 @@ class State:
         svc = service_obj(name, s["ip"], s["uid"], ext)
         # Every 1/share-th service (and every probe, so that the measured changes hit them):
         # ClientIP affinity, or the scheduler annotation.
-        picked = name in self.probe_names_set or (SHARE["every"] and s["uid"] % SHARE["every"] == 0)
-        if picked and SHARE["affinity"]:
+        share = self.share
+        picked = name in self.probe_names_set or (share["every"] and s["uid"] % share["every"] == 0)
+        if picked and share["affinity"]:
             svc["spec"]["sessionAffinity"] = "ClientIP"
             svc["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
-        if picked and SHARE["scheduler"]:
-            svc["metadata"]["annotations"] = {"kube-proxy-nft.io/scheduler": SHARE["scheduler"]}
+        if picked and share["scheduler"]:
+            svc["metadata"]["annotations"] = {"kube-proxy-nft.io/scheduler": share["scheduler"]}
         return [svc,
                 slice_obj(name, s["eps"], s["uid"], s["gen"], local_first=ext is not None)]
 

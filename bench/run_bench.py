@@ -313,10 +313,10 @@ class Bench:
             say("  last daemon output (%s):" % daemon.log_path)
             say(daemon.tail_text())
 
-    def gen(self, label, n, e, probes, kind="clusterip"):
+    def gen(self, label, n, e, probes, kind="clusterip", share=None):
         d = os.path.join(self.tmp, label)
         t = time.monotonic()
-        st = gen_state.State(n, e, probes, kind)
+        st = gen_state.State(n, e, probes, kind, share)
         files = st.write(d)
         say("  generated %-8s %6d services x %2d endpoints: %3d files, %6.1f MB in %.1f s"
             % (label, n, e, files, st.dir_bytes(d) / 1e6, time.monotonic() - t))
@@ -625,6 +625,14 @@ def summarize_changes(k):
 # ---------------------------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------------------------
+# The 10k features beside ClusterIP-only in the same run: (label suffix, results key, name, share
+# of the services: every 10th and every probe).
+FEATURE_VARIANTS = [
+    ("-aff", "changes_affinity", "10% ClientIP affinity", gen_state.share_of(0.1, affinity=True)),
+    ("-rr", "changes_round_robin", "10% round-robin", gen_state.share_of(0.1, scheduler="round-robin")),
+    ("-sh", "changes_source_hash", "10% source-hash", gen_state.share_of(0.1, scheduler="source-hash")),
+]
+
 CHANGE_NAMES = {"ep_add": "endpoint added", "ep_remove": "endpoint removed", "ep_swap": "endpoint swapped",
                 "svc_add": "service added", "svc_remove": "service removed"}
 
@@ -670,8 +678,9 @@ def compare_same_run(R, big):
     ours = R["cold"].get(big, {}).get("median")
     if not ours:
         return
-    others = [(big + "-ext", "changes_external", "external / ClusterIP"),
-              (big + "-base", "changes_baseline", "baseline / current (ClusterIP)")]
+    others = [(big + "-ext", "changes_external", "external / ClusterIP")]
+    others += [(big + suffix, key, what + " / ClusterIP") for suffix, key, what, _ in FEATURE_VARIANTS]
+    others += [(big + "-base", "changes_baseline", "baseline / current (ClusterIP)")]
     rows = []
     for label, key, what in others:
         other = R["cold"].get(label, {}).get("median")
@@ -746,8 +755,9 @@ def report(b, labels, extra_labels=()):
     say(table(["state", "run", "render", "diff", "commit", "sync", "wall", "read", "ops",
                "RSS MiB", "peak MiB"], rows, ["<", "<"] + [">"] * 9))
 
-    for key, what in (("changes", "ClusterIP services"), ("changes_external", "external services"),
-                      ("changes_baseline", "ClusterIP services, baseline binary")):
+    for key, what in [("changes", "ClusterIP services"), ("changes_external", "external services")] + \
+            [(key, what) for _, key, what, _ in FEATURE_VARIANTS] + \
+            [("changes_baseline", "ClusterIP services, baseline binary")]:
         report_changes(R.get(key) or {}, what)
     compare_same_run(R, labels[1])
     report_flat(R)
@@ -919,10 +929,17 @@ def main():
         st2, d2 = b.gen(l2, n2, e2, a.probes)
         st2x, d2x = b.gen(lx, n2, e2, a.probes, kind="external")
         variants = [(l2, d2, a.binary), (lx, d2x, a.binary)]
+        # Session affinity and the schedulers on 10 % of the services (and every probe, so the
+        # measured changes hit them): what the per-port chains of these features cost.
+        features = []
+        for suffix, key, what, share in FEATURE_VARIANTS:
+            stf, df = b.gen(l2 + suffix, n2, e2, a.probes, share=share)
+            variants.append((l2 + suffix, df, a.binary))
+            features.append((l2 + suffix, stf, df, key, a.binary))
         if a.baseline_binary:
             variants.append((lb, d2, a.baseline_binary))
         b.cold_rounds(variants, n2, e2, max(0, a.repeat_big - 1))
-        series = [(l2, st2, d2, "changes", a.binary), (lx, st2x, d2x, "changes_external", a.binary)]
+        series = [(l2, st2, d2, "changes", a.binary), (lx, st2x, d2x, "changes_external", a.binary)] + features
         if a.baseline_binary:
             # the same ClusterIP state in a directory of its own: each series changes its files
             st2b, d2b = b.gen(lb, n2, e2, a.probes)
@@ -962,7 +979,8 @@ def main():
         cleanup_all()
         b.close()
     b.results["duration_s"] = time.monotonic() - t_begin
-    report(b, [s[0] for s in sizes], [sizes[1][0] + "-ext", sizes[1][0] + "-base"])
+    report(b, [s[0] for s in sizes], [sizes[1][0] + "-ext", sizes[1][0] + "-base"] +
+           [sizes[1][0] + suffix for suffix, _, _, _ in FEATURE_VARIANTS])
     say("")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+import netlab
 from netlab import answers, connections_to_see_all, endpoint_slice, node_object, service
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
@@ -99,3 +100,29 @@ def test_a_removed_endpoint_releases_its_clients_and_a_restart_keeps_stickiness(
     now = stuck_to(agents[1], host, what="client2 after client1's endpoint left")
     assert now in live
     print(f"client2: {stuck[1]} -> {now}")
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_a_client_stays_on_its_endpoint_whichever_address_of_the_service_port_it_dials(lab, family):
+    """As upstream: the scope of an entry is the service port, so the ClusterIP, an external IP
+    and the NodePort all reach the endpoint a client is stuck to."""
+    client = lab.add_pod("client1")
+    eps = lab.add_backends(3, tcp=[8080], udp=[])
+    ext = "192.0.2.73" if family == "v4" else "2001:db8:73::1"
+    svc = sticky_service(600)
+    svc["spec"]["type"] = "NodePort"
+    svc["spec"]["ports"][0]["nodePort"] = 30073
+    svc["spec"]["externalIPs"] = ["192.0.2.73", "2001:db8:73::1"]
+    lab.manifests.write("node.yaml", node_object())
+    lab.manifests.write("sticky.yaml", [
+        svc,
+        endpoint_slice("sticky", [p.v4 for p in eps], SLICE_PORTS, address_type="IPv4"),
+        endpoint_slice("sticky", [p.v6 for p in eps], SLICE_PORTS, address_type="IPv6"),
+    ])
+    lab.start_daemon()
+    agent = lab.agent(client)
+    cluster_ip, node_ip = (V4, netlab.NODE_V4) if family == "v4" else (V6, netlab.NODE_V6)
+    first = stuck_to(agent, cluster_ip, what="ClusterIP")
+    for host, port in [(ext, 80), (node_ip, 30073), (cluster_ip, 80)]:
+        own, _, errs = answers(agent.many("tcp", host, port, 10))
+        assert not errs and set(own) == {first}, f"{host}:{port} after sticking to {first} via {cluster_ip}: {own} {errs}"

@@ -4,6 +4,7 @@ candidates, and the source address that endpoint saw is the one the trace predic
 or not). And the chains `nft monitor trace` reports for the connection's first packet (marked by
 a temporary `meta nftrace set 1` rule in a table of the test's own, deleted afterwards) are the
 chains the trace printed, in order."""
+import ipaddress
 import json
 import os
 import re
@@ -303,10 +304,12 @@ def test_trace_shows_the_sticky_entry_of_a_client_and_the_random_pick_of_another
     assert held["verdict"] == "dnat", text
     assert [(c["address"], c["probability"]) for c in held["candidates"]] == [(answered, 1)], text
     sticky = held["sticky"]
-    assert sticky["set"] == "affinity-tcp" and sticky["kernelEntries"] is True, sticky
-    assert sticky["entry"].startswith(f"{addr(clients[0])} . {host} . 80 . "), sticky
+    assert sticky["set"] == "sticky-tcp" and sticky["kernelEntries"] is True, sticky
+    # client . scope (the ClusterIP's low 32 bits as a number) . port 80 << 16 | slot
+    scope = int(ipaddress.ip_address(host)) & 0xFFFFFFFF
+    assert sticky["entry"] in {f"{addr(clients[0])} . {scope} . {(80 << 16) | slot}" for slot in range(3)}, sticky
     assert sticky["timeout"] == 600 and 0 < sticky["expiresIn"] <= 600, sticky
-    assert f"sticky: @affinity-tcp holds {sticky['entry']}, expires in " in text, text
+    assert f"sticky: @sticky-tcp holds {sticky['entry']}, expires in " in text, text
     assert "with probability 1" in text, text
 
     fresh, text = run_trace(lab, "pod", addr(clients[1]), host, 80)

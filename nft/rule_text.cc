@@ -114,9 +114,9 @@ std::string statement(const JValue& s) {
     return out;
   }
   if (key == "dnat") {
-    std::string fam = member(b, "family");
-    return "dnat " + (fam.empty() ? "" : fam + " ") + "to " + expr(b["addr"]) +
-           (b.HasMember("port") ? ":" + expr(b["port"]) : "");
+    std::string fam = member(b, "family"), addr = expr(b["addr"]);
+    if (b.HasMember("port") && fam == "ip6" && b["addr"].IsString()) addr = "[" + addr + "]";  // as nft lists it
+    return "dnat " + (fam.empty() ? "" : fam + " ") + "to " + addr + (b.HasMember("port") ? ":" + expr(b["port"]) : "");
   }
   if (key == "set") {  // update @set { key timeout Ns } (nft itself spells the timeout 10m, 3h)
     const JValue& e = b["elem"];

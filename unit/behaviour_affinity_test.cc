@@ -154,3 +154,36 @@ TEST_CASE("behaviour: ClientIP affinity over the terminating fallback") {
   CHECK(checkSticks(w, podPacket("172.30.0.10", 80, "10.0.1.5"), 10800) ==
         std::set<std::string>{"10.0.2.1:8080", "10.0.2.2:8080"});
 }
+
+// As upstream: the scope is the service port, whichever of its addresses the client dials
+// (upstream's per-endpoint affinity sets are checked from the one service chain that the
+// ClusterIP, the external and LoadBalancer IPs and the NodePort all reach).
+TEST_CASE("behaviour: ClientIP affinity holds across the ClusterIP, an external IP, a LoadBalancer IP and the NodePort") {
+  World w;
+  addWeb(w);
+  auto web = sticky(service("ns", "web", {"172.30.0.10", "fd00:172:30::10"}, {port("http", 80)}));
+  web->ports[0].nodePort = 30080;
+  web->type = "LoadBalancer";
+  web->externalIPs = {"192.0.2.50"};
+  web->loadBalancerIngress = {{"198.51.100.10", ""}};
+  w.st.upsertService(web);
+  const std::string client = "10.0.1.5";
+  Trace first = traceWith(w, podPacket("172.30.0.10", 80, client), {});
+  REQUIRE(first.candidates.size() == 3);
+  for (const auto& c : first.candidates) {
+    for (const auto& [to, port] : std::vector<std::pair<std::string, uint16_t>>{
+             {"192.0.2.50", 80}, {"198.51.100.10", 80}, {kNodeIP, 30080}, {"172.30.0.10", 80}}) {
+      INFO(to << ":" << port << " after " << where(c));
+      Trace again = traceWith(w, podPacket(to, port, client), c.recorded);
+      REQUIRE(again.candidates.size() == 1);
+      CHECK(where(again.candidates[0]) == where(c));
+    }
+  }
+  // Another service port of the same service is another scope.
+  auto two = sticky(service("ns", "two", {"172.30.0.20"}, {port("http", 80), port("alt", 81)}));
+  w.st.upsertService(two);
+  w.st.upsertSlice(slice("ns", "two-4", "two", {epPort("http", 8080), epPort("alt", 8081)},
+                         {ready("10.0.2.1", "node-b"), ready("10.0.2.2", "node-b")}));
+  Trace http = traceWith(w, podPacket("172.30.0.20", 80, client), {});
+  CHECK(traceWith(w, podPacket("172.30.0.20", 81, client), http.candidates.front().recorded).candidates.size() == 2);
+}

@@ -423,15 +423,15 @@ TEST_CASE("trace report: session affinity: no entry, a random first pick that cr
   auto fresh = traced(w, pod("172.30.0.10", 80));
   INFO(fresh.text);
   REQUIRE(fresh.report.sticky);
-  CHECK(fresh.report.sticky->set == "affinity-tcp");
+  CHECK(fresh.report.sticky->set == "sticky-tcp");
   CHECK_FALSE(fresh.report.sticky->entry);
   CHECK(fresh.report.sticky->timeout == 600);
   CHECK(fresh.json.candidates.size() == 3);
-  CHECK(has(fresh.text, "sticky: @affinity-tcp holds no entry for this client: the first pick is random among the 3 "
+  CHECK(has(fresh.text, "sticky: @sticky-tcp holds no entry for this client: the first pick is random among the 3 "
                         "candidates, and the connection creates the entry (timeout 600 s)\n"));
   const auto& js = fresh.json.doc["sticky"];
   REQUIRE(js.IsObject());
-  CHECK(std::string(js["set"].GetString()) == "affinity-tcp");
+  CHECK(std::string(js["set"].GetString()) == "sticky-tcp");
   CHECK(js["entry"].IsNull());
   CHECK(js["expiresIn"].IsNull());
   CHECK(js["timeout"].GetUint() == 600);
@@ -448,13 +448,14 @@ TEST_CASE("trace report: session affinity: no entry, a random first pick that cr
   CHECK(held.report.sticky->entry == second.recorded[0].text);
   CHECK(held.json.candidates == std::vector<std::string>{second.address + ":8080 10.0.1.5"});
   CHECK(held.report.trace.candidates[0].probability == doctest::Approx(1.0));
-  CHECK(has(held.text, "sticky: @affinity-tcp holds " + second.recorded[0].text + ": the client goes to its slot's endpoint " +
+  CHECK(has(held.text, "sticky: @sticky-tcp holds " + second.recorded[0].text + ": the client goes to its slot's endpoint " +
                            second.address + ":8080 with probability 1"));
   CHECK(std::string(held.json.doc["sticky"]["entry"].GetString()) == second.recorded[0].text);
-  CHECK(has(second.recorded[0].text, "10.0.1.5 . 172.30.0.10 . 80 . "));
+  // The entry: client . scope (the ClusterIP 172.30.0.10 as a number) . port 80 << 16 | slot.
+  CHECK(has(second.recorded[0].text, "10.0.1.5 . 2887647242 . 52428"));
 
-  // The slot chain's update reads as a rule, not as its JSON.
-  CHECK(has(held.text, "update @affinity-tcp { ip saddr . ip daddr . tcp dport . numgen random mod 1 offset "));
+  // The port's chain's update reads as a rule, not as its JSON.
+  CHECK(has(held.text, "update @sticky-tcp { ip saddr . numgen random mod 1 offset 2887647242 . numgen random mod 1 offset 52428"));
   CHECK(nft::ruleTextFromJson(
             R"([{"set":{"op":"update","elem":{"elem":{"val":{"concat":[{"payload":{"protocol":"ip","field":"saddr"}},)"
             R"({"numgen":{"mode":"random","mod":1,"offset":2}}]},"timeout":600}},"set":"@affinity-tcp"}}])") ==

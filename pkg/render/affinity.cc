@@ -1,73 +1,79 @@
 #include "pkg/render/affinity.h"
 
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "pkg/render/pick_chains.h"
+
 namespace kpn::render {
 
 using namespace kpn::nft;
 
 namespace {
 
-std::string spacePrefix(KeySpace space) {
-  std::string p = space == KeySpace::NodePort || space == KeySpace::LocalNodePort ? "nodeport-" : "";
-  return localSubset(space) ? p + "local-" : p;
-}
-
-// ip saddr . <destination fields> . <slot>: the key of a client's slot at one destination.
-Expr clientSlotKey(Family f, KeySpace space, api::Protocol proto, uint32_t slot) {
-  std::vector<Expr> key = {ex::payload(familyName(f), "saddr")};
-  for (Expr& e : destinationFields(f, space, proto)) key.push_back(std::move(e));
-  key.push_back(ex::numgenRandom(1, slot));
-  return ex::concat(key);
+// ip saddr . <scope> . <port:slot>: the key of a client's slot for a service port.
+Expr clientSlotKey(Family f, const AffinityChain& a, uint32_t slot) {
+  const uint32_t portSlot = (static_cast<uint32_t>(a.port) << 16) | slot;
+  return ex::concat({ex::payload(familyName(f), "saddr"), ex::numgenRandom(1, a.scope), ex::numgenRandom(1, portSlot)});
 }
 
 }  // namespace
 
-std::string affinitySetName(KeySpace space, api::Protocol proto) {
-  return spacePrefix(space) + "affinity-" + api::protocolName(proto);
+std::string stickySetName(bool local, api::Protocol proto) {
+  return std::string(local ? "local-" : "") + "sticky-" + api::protocolName(proto);
 }
 
-std::string affinitySlotChainName(KeySpace space, api::Protocol proto, uint32_t slot, uint32_t seconds) {
-  return spacePrefix(space) + "slot-" + api::protocolName(proto) + "-" + std::to_string(slot) + "-affinity-" +
-         std::to_string(seconds) + "s";
+std::string affinityChainName(const std::string& chainKey, bool local) {
+  return std::string(local ? "local-" : "") + "affinity-" + chainKey;
+}
+
+uint32_t affinityScope(const std::string& clusterIP) {
+  unsigned char buf[16];
+  if (inet_pton(AF_INET, clusterIP.c_str(), buf) == 1) return (uint32_t(buf[0]) << 24) | (buf[1] << 16) | (buf[2] << 8) | buf[3];
+  if (inet_pton(AF_INET6, clusterIP.c_str(), buf) == 1)
+    return (uint32_t(buf[12]) << 24) | (buf[13] << 16) | (buf[14] << 8) | buf[15];
+  return 0;
 }
 
 std::vector<SetDecl> affinitySetDeclarations(Family f) {
   std::vector<SetDecl> decls;
-  for (KeySpace s : kSpaces)
+  for (bool local : {false, true})
     for (api::Protocol p : kProtocols) {
-      std::string spec = std::string(familyName(f)) + " saddr . ";
-      for (const Expr& field : destinationFields(f, s, p)) spec += field.text + " . ";
-      spec += "numgen random mod 1";
-      SetDecl d{affinitySetName(s, p), {}, "", spec};
+      SetDecl d{stickySetName(local, p), {}, "",
+                std::string(familyName(f)) + " saddr . numgen random mod 1 . numgen random mod 1"};
       d.dynamic = true;
       decls.push_back(std::move(d));
     }
   return decls;
 }
 
-Chain affinityPickChain(Family f, const Pick& pick) {
+Chain affinityChain(Family f, const AffinityChain& a) {
+  const std::string set = stickySetName(a.local, a.proto);
+  const auto n = static_cast<uint32_t>(a.endpoints.size());
+  // A literal `dnat to address:port` needs the transport protocol matched in its own rule.
+  const Stmt proto = st::match(ex::meta("l4proto"), "==", ex::symbol(api::protocolName(a.proto)));
   std::vector<Rule> rules;
-  std::vector<std::string> slots;
-  const std::string set = affinitySetName(pick.space, pick.proto);
-  for (uint32_t i = 0; i < pick.endpoints; ++i) {
-    slots.push_back(affinitySlotChainName(pick.space, pick.proto, i, pick.affinitySeconds));
-    rules.push_back(makeRule({st::matchSet(clientSlotKey(f, pick.space, pick.proto, i), set), st::goTo(slots.back())}));
+  // A client that holds a slot goes back to its endpoint, and refreshes the entry.
+  for (uint32_t i = 0; i < n; ++i) {
+    const Expr key = clientSlotKey(f, a, i);
+    rules.push_back(makeRule({proto, st::matchSet(key, set), st::setUpdate(key, a.seconds, set),
+                              st::dnatTo(f, a.endpoints[i].ip, a.endpoints[i].port)}));
   }
-  rules.push_back(makeRule({st::numgenGoto(slots)}));
-  return Chain{pick.chainName(), std::nullopt, std::move(rules)};
-}
-
-std::vector<Chain> affinitySlotChains(Family f, const Pick& pick) {
-  std::vector<Chain> chains;
-  const std::string set = affinitySetName(pick.space, pick.proto);
-  for (uint32_t i = 0; i < pick.endpoints; ++i) {
-    std::vector<Expr> dest = destinationFields(f, pick.space, pick.proto);
-    dest.push_back(ex::numgenRandom(1, i));
-    chains.push_back(Chain{affinitySlotChainName(pick.space, pick.proto, i, pick.affinitySeconds),
-                           std::nullopt,
-                           {makeRule({st::setUpdate(clientSlotKey(f, pick.space, pick.proto, i), pick.affinitySeconds, set)}),
-                            makeRule({st::dnatMap(f, ex::concat(dest), backendsMapName(pick.space, pick.proto))})}});
+  // A new client: endpoint i with probability 1/(n-i) once the ones before it were not drawn.
+  for (uint32_t i = 0; i < n; ++i) {
+    std::vector<Stmt> stmts = {proto};
+    if (i + 1 < n) stmts.push_back(st::match(ex::numgenRandom(n - i, 0), "==", ex::number(0)));
+    stmts.push_back(st::setUpdate(clientSlotKey(f, a, i), a.seconds, set));
+    stmts.push_back(st::dnatTo(f, a.endpoints[i].ip, a.endpoints[i].port));
+    rules.push_back(makeRule(stmts));
   }
-  return chains;
+  // Reached only when an update failed (the set holds its maximum of entries: the kernel ends
+  // that rule): still every endpoint at 1/N, without stickiness, rather than no DNAT at all.
+  std::vector<std::pair<std::string, int32_t>> all;
+  for (const EndpointChoice& ep : a.endpoints) all.emplace_back(ep.ip, ep.port);
+  rules.push_back(makeRule({proto, st::dnatRandomOf(f, all)}, "the set is full: no entry"));
+  return Chain{a.name, std::nullopt, std::move(rules)};
 }
 
 }  // namespace kpn::render

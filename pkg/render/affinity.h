@@ -1,29 +1,35 @@
-// ClientIP session affinity in the shared-dispatch layout: still no chain per service.
+// ClientIP session affinity: one scope per service port, whichever of its addresses a client uses.
 //
-// A destination with affinity dispatches to `pick-<proto>-<N>-affinity-<T>s` (N endpoints,
-// timeout T) instead of `pick-<proto>-<N>`. That chain first asks the shared dynamic set
-// `affinity-<proto>` of its key space whether this client already holds one of the N slots of
-// this destination, and otherwise draws a slot at random; either way it goes to the shared slot
-// chain `slot-<proto>-<i>-affinity-<T>s`, which records (or refreshes) the client's slot and
-// DNATs through the usual backends map:
+// Upstream keeps one affinity set per endpoint, checked from the service's chain, which the
+// ClusterIP, the external and LoadBalancer IPs and the NodePort all reach: a client stuck to an
+// endpoint stays on it for the service port whatever address it dialled. The shared pick chains
+// cannot do that (their keys are the packet's `daddr . dport`, and nft 1.0.6 cannot map a
+// destination to its service port inside a key), so a service port with affinity gets a chain of
+// its own per endpoint set, which every destination of the port dispatches to:
 //
-//   set affinity-tcp { typeof ip saddr . ip daddr . tcp dport . numgen random mod 1 ; flags dynamic,timeout ; }
-//   chain pick-tcp-3-affinity-10800s {
-//     ip saddr . ip daddr . tcp dport . numgen random mod 1 offset 0 @affinity-tcp goto slot-tcp-0-affinity-10800s
-//     ... (one rule per slot)
-//     numgen random mod 3 vmap { 0 : goto slot-tcp-0-affinity-10800s, 1 : ..., 2 : ... }
+//   set sticky-tcp { typeof ip saddr . numgen random mod 1 . numgen random mod 1 ; flags dynamic,timeout ; }
+//   chain affinity-default/web/tcp/http {
+//     meta l4proto tcp ip saddr . <scope> . <port:0> @sticky-tcp update @sticky-tcp { ip saddr . <scope> . <port:0> timeout 3h } dnat ip to 10.244.1.2:8080
+//     ... (one rule per slot: a client holding an entry goes back to that slot's endpoint)
+//     meta l4proto tcp numgen random mod 3 0 update @sticky-tcp { ip saddr . <scope> . <port:0> timeout 3h } dnat ip to 10.244.1.2:8080
+//     meta l4proto tcp numgen random mod 2 0 update @sticky-tcp { ip saddr . <scope> . <port:1> timeout 3h } dnat ip to 10.244.1.3:8080
+//     meta l4proto tcp update @sticky-tcp { ip saddr . <scope> . <port:2> timeout 3h } dnat ip to 10.244.1.4:8080
+//     meta l4proto tcp dnat ip to numgen random mod 3 map { 0 : 10.244.1.2 . 8080, ... } (the set is full)
 //   }
-//   chain slot-tcp-1-affinity-10800s {
-//     update @affinity-tcp { ip saddr . ip daddr . tcp dport . numgen random mod 1 offset 1 timeout 10800s }
-//     dnat ip to ip daddr . tcp dport . numgen random mod 1 offset 1 map @backends-tcp
-//   }
 //
-// (`numgen random mod 1 offset i` is the constant i typed as the maps' slot field.) An entry names
-// a slot, not an endpoint, so it can never outlive its endpoint: when an endpoint goes, its slot
-// is taken by a live endpoint (backend_order.h) or stops being looked up (the count shrank), and
-// the client moves on its next connection with no element to delete. Only new connections pass
-// the nat chains, so the timeout is refreshed per new connection, as upstream. The sets are
-// dynamic (nft::SetDecl::dynamic): a restart or a resync never flushes them.
+// <scope> is the ClusterIP of this family as a 32-bit number (IPv6: its low 32 bits, unique
+// within a ServiceCIDR), <port:i> the service port in the high 16 bits and the slot in the low
+// ones, each written `numgen random mod 1 offset X` (the constant X typed as an integer: nft 1.0.6
+// refuses a literal address or port inside a lookup key). The draw is sequential: rule i fires
+// with probability 1/(N-i) once the ones before it did not, so each endpoint has 1/N.
+//
+// An entry names a slot, not an endpoint, so it never outlives its endpoint: when an endpoint
+// goes, its slot is taken by a live endpoint (backend_order.h) or stops being looked up (the
+// count shrank). Only new connections pass the nat chains, so the timeout is refreshed per new
+// connection, as upstream. The sets are dynamic (nft::SetDecl::dynamic): a restart or a resync
+// never flushes them, and slot orders are adopted at start-up, so entries keep their endpoints.
+// The chain DNATs to literal endpoints: no rule of it binds a backends map, so a change of the
+// service rewrites a chain of 2N+1 rules without the kernel walking a 100k-element map.
 // Everything here is JSON except the sets' declarations (typeof, native at start-up).
 #pragma once
 
@@ -32,20 +38,31 @@
 #include <vector>
 
 #include "nft/model.h"
-#include "pkg/render/pick_chains.h"
+#include "pkg/api/types.h"
+#include "pkg/render/endpoints.h"
 
 namespace kpn::render {
 
-// "affinity-tcp", "local-affinity-tcp", "nodeport-affinity-tcp", "nodeport-local-affinity-tcp"
-std::string affinitySetName(KeySpace space, api::Protocol proto);
-// "slot-tcp-1-affinity-10800s" (with the key space's prefix, as the pick chains)
-std::string affinitySlotChainName(KeySpace space, api::Protocol proto, uint32_t slot, uint32_t seconds);
+// "sticky-tcp" (all endpoints), "local-sticky-tcp" (this node's: iTP=Local ClusterIPs and the
+// outside traffic of eTP=Local destinations).
+std::string stickySetName(bool local, api::Protocol proto);
+// "affinity-<ns>/<name>/<proto>/<port>", "local-affinity-..." for the local endpoint set.
+std::string affinityChainName(const std::string& chainKey, bool local);
+// The scope of a service port's entries in this family: its ClusterIP's (low) 32 bits.
+uint32_t affinityScope(const std::string& clusterIP);
 
-// The dynamic set declarations of one family (4 key spaces x 3 protocols).
+// The dynamic set declarations of one family (2 endpoint sets x 3 protocols).
 std::vector<nft::SetDecl> affinitySetDeclarations(nft::Family f);
-// The pick chain of an affinity pick (pick.affinitySeconds > 0).
-nft::Chain affinityPickChain(nft::Family f, const Pick& pick);
-// The slot chains an affinity pick's chain goes to: slots 0..N-1.
-std::vector<nft::Chain> affinitySlotChains(nft::Family f, const Pick& pick);
+
+struct AffinityChain {
+  std::string name;
+  api::Protocol proto = api::Protocol::TCP;
+  bool local = false;
+  uint32_t scope = 0;
+  int32_t port = 0;  // the service port
+  uint32_t seconds = 0;
+  std::vector<EndpointChoice> endpoints;  // in slot order
+};
+nft::Chain affinityChain(nft::Family f, const AffinityChain& a);
 
 }  // namespace kpn::render

@@ -1,6 +1,5 @@
 #include "pkg/render/pick_chains.h"
 
-#include "pkg/render/affinity.h"
 #include "pkg/render/maglev.h"
 
 namespace kpn::render {
@@ -48,16 +47,15 @@ std::string entryChainName(KeySpace space) {
   return localSubset(space) ? name + "-local" : name;
 }
 
-bool Pick::counted() const { return !affinitySeconds && !sourceHash && endpoints <= kPooledCounts; }
+bool Pick::counted() const { return !sourceHash && endpoints <= kPooledCounts; }
 
 std::string Pick::chainName() const {
   std::string name = pickChainName(space, proto, endpoints);
   if (sourceHash) name.insert(name.find("pick-") + 5, "hash-");  // "pick-hash-tcp-251"
-  return affinitySeconds ? name + "-affinity-" + std::to_string(affinitySeconds) + "s" : name;
+  return name;
 }
 
 Chain pickChain(Family f, const Pick& pick) {
-  if (pick.affinitySeconds) return affinityPickChain(f, pick);
   std::vector<Expr> key = destinationFields(f, pick.space, pick.proto);
   if (pick.sourceHash) key.push_back(ex::jhash(ex::payload(familyName(f), "saddr"), pick.endpoints, kSourceHashSeed));
   else key.push_back(ex::numgenRandom(pick.endpoints, 0));

@@ -26,7 +26,7 @@
 //
 // The dispatch verdict maps (@service-ips, @service-nodeports, @local-service-ips,
 // @local-service-nodeports) keep the destinations that need a chain of their own kind: session
-// affinity (affinity.h), source hash and round-robin (scheduler.h), counts above the pool (a
+// affinity (a chain per service port: affinity.h), source hash and round-robin (scheduler.h), counts above the pool (a
 // `pick-tcp-17` chain while in use), and, for the local maps, `return` (no local endpoint) and
 // `continue` (counted: every eTP=Local destination is in its local map, which the masquerade rule
 // for the node's own traffic reads as a set).
@@ -71,9 +71,6 @@ struct Pick {
   KeySpace space;
   api::Protocol proto;
   uint32_t endpoints;
-  // ClientIP session affinity with this timeout (0: none): the chain looks up the client's slot
-  // first (affinity.h).
-  uint32_t affinitySeconds = 0;
   // Source hash (scheduler.h): `endpoints` is then the size of the lookup table (maglev.h).
   bool sourceHash = false;
   std::string chainName() const;
@@ -82,18 +79,15 @@ struct Pick {
   bool operator<(const Pick& o) const {
     if (space != o.space) return space < o.space;
     if (proto != o.proto) return proto < o.proto;
-    if (affinitySeconds != o.affinitySeconds) return affinitySeconds < o.affinitySeconds;
     if (sourceHash != o.sourceHash) return sourceHash < o.sourceHash;
     return endpoints < o.endpoints;
   }
   bool operator==(const Pick& o) const {
-    return space == o.space && proto == o.proto && endpoints == o.endpoints && affinitySeconds == o.affinitySeconds &&
-           sourceHash == o.sourceHash;
+    return space == o.space && proto == o.proto && endpoints == o.endpoints && sourceHash == o.sourceHash;
   }
 };
 
-// The chain of a pick that is not counted: one dnat rule over the map of its key space (with
-// affinity: affinity.h).
+// The chain of a pick that is not counted: one dnat rule over the map of its key space.
 nft::Chain pickChain(nft::Family f, const Pick& pick);
 // The packet fields of a destination as nft names them: "ip daddr . tcp dport" or "tcp dport".
 std::vector<nft::Expr> destinationFields(nft::Family f, KeySpace s, api::Protocol proto);

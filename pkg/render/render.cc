@@ -24,13 +24,7 @@ PartPtr picksPart(Family f, const PickLayout& layout) {
   auto part = std::make_shared<Part>();
   for (KeySpace space : kSpaces) part->chains.push_back(entryChain(f, space, layout.pools));
   for (const Pool& pool : layout.pools) part->chains.push_back(protocolPickChain(f, pool));
-  std::set<std::string> slotChains;  // affinity picks of several counts share their slot chains
-  for (const Pick& pick : layout.chains) {
-    part->chains.push_back(pickChain(f, pick));
-    if (pick.affinitySeconds)
-      for (Chain& c : affinitySlotChains(f, pick))
-        if (slotChains.insert(c.name).second) part->chains.push_back(std::move(c));
-  }
+  for (const Pick& pick : layout.chains) part->chains.push_back(pickChain(f, pick));
   nft::shrinkToFit(*part);
   return part;
 }

@@ -1,4 +1,7 @@
-// A destination's endpoint slots and its dispatch element; hairpin pairs.
+// A destination's endpoint slots and, when it needs one, its dispatch element; hairpin pairs.
+#include <map>
+
+#include "pkg/render/affinity.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/maglev.h"
 #include "pkg/render/service_paths.h"
@@ -51,13 +54,37 @@ void roundRobinTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::
   b.part.chains.push_back(std::move(c));
 }
 
+// The endpoints of `order` (slot order) as the endpoint set holds them.
+std::vector<EndpointChoice> inSlotOrder(const EndpointOrder& order, const std::vector<EndpointChoice>& set) {
+  std::map<std::string, const EndpointChoice*> byValue;
+  for (const EndpointChoice& ep : set) byValue[ex::concat({ex::addr(ep.ip), ex::number(ep.port)}).json] = &ep;
+  std::vector<EndpointChoice> out;
+  for (const std::string& value : order) out.push_back(*byValue.at(value));
+  return out;
+}
+
+// Session affinity: every destination of the port goes to the port's chain of this endpoint set,
+// whose entries are scoped to the service port (affinity.h).
+void affinityTo(PartBuilder& b, const PortPlan& p, KeySpace space, const Expr& dispatchKey,
+                const std::string& dispatchMap, const EndpointOrder& order) {
+  // Its key space's pool all the same: the pick rules must bind the map while it is empty.
+  b.picks.insert(Pick{space, p.sp.protocol, 1});
+  const bool local = &order == p.local;
+  const std::string name = affinityChainName(p.chainKey, local);
+  if (b.affinityChains.insert(name).second)
+    b.part.chains.push_back(affinityChain(
+        b.family, AffinityChain{name, p.sp.protocol, local, p.affinityScope, p.sp.port, p.affinitySeconds,
+                                inSlotOrder(order, local ? p.eps.local : p.eps.cluster)}));
+  b.part.elements.push_back(verdictElement(dispatchMap, dispatchKey, name, p.comment));
+}
+
 }  // namespace
 
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<Expr>& dest,
                 const Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order) {
   const std::string map = backendsMapName(space, p.sp.protocol);
   const bool hashed = p.scheduler == Scheduler::SourceHash && !p.affinitySeconds && order.size() > 1;
-  Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), p.affinitySeconds, hashed};
+  Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), hashed};
   if (hashed) {
     // The slots are the destination's Maglev table over its endpoints, not its order.
     pick.endpoints = maglevTableSize(order.size());
@@ -68,7 +95,8 @@ void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::ve
     for (size_t i = 0; i < order.size(); ++i)
       b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, p.comment));
   }
-  if (p.scheduler == Scheduler::RoundRobin && !p.affinitySeconds && order.size() > 1)
+  if (p.affinitySeconds) return affinityTo(b, p, space, dispatchKey, dispatchMap, order);
+  if (p.scheduler == Scheduler::RoundRobin && order.size() > 1)
     return roundRobinTo(b, p, space, dest, dispatchKey, dispatchMap, static_cast<uint32_t>(order.size()));
   b.picks.insert(pick);
   if (!pick.counted()) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "pkg/render/affinity.h"
 #include "pkg/render/comments.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/service_paths.h"
@@ -101,6 +102,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
                false, {}, std::nullopt, nullptr, nullptr, affinitySeconds(svc)};
     p.scheduler = scheduler;
     p.chainKey = s.key + "/" + proto + "/" + portKey(sp);
+    p.affinityScope = affinityScope(s.clusterIP);
     p.ownsClusterIP = owns(clusterDest);
     if (!p.ownsClusterIP) lost("ClusterIP port " + std::string(proto) + "/" + std::to_string(sp.port), clusterDest);
     for (const auto& [ip, isVIP] : s.externalAddrs) {
