@@ -2,6 +2,8 @@
 // precedence of upstream's cmd/kube-proxy/app/options.go.
 #include <doctest/doctest.h>
 
+#include "pkg/api/utf8.h"
+
 #include "pkg/config/command_line.h"
 #include "pkg/config/decode.h"
 #include "pkg/config/encode.h"
@@ -340,6 +342,36 @@ TEST_CASE("config: a stray token after a flow mapping is refused, not looped on 
       "  iberal\": tru0, \"burst\": 100},\n    \"nodePortAddresses\": [\"primary\"], \"fe\"], "
       "\"featureGates\": {\"X\":\x19true}}";
   CHECK(decodeErr(found).rfind("does not parse as YAML or JSON: line ", 0) == 0);
+}
+
+TEST_CASE("config: bytes that are not UTF-8 are refused, not read one way and written back another (found by unit/fuzz/kube_proxy_config)") {
+  // The fuzzer's input, shortened: `mode: nfta` followed by 0xC6 bytes (a lead byte without its
+  // continuation). yaml-cpp read it; --write-config-to wrote a config that decodes differently.
+  const std::string found = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: nfta" +
+                            std::string(40, '\xc6') + "\n";
+  CHECK(decodeErr(found) == "is not valid UTF-8 (byte 84)");
+  // Well-formed multi-byte text is fine where a string is (a comment here).
+  ProxyConfig c;
+  CHECK_FALSE(decodeProxyConfig("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
+                                        "# caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n",
+                                        c));
+}
+
+TEST_CASE("utf8: the boundaries of well-formed UTF-8") {
+  using kpn::api::firstInvalidUtf8;
+  CHECK_FALSE(firstInvalidUtf8(""));
+  CHECK_FALSE(firstInvalidUtf8("plain ASCII"));
+  CHECK_FALSE(firstInvalidUtf8("\xc2\x80 \xdf\xbf \xe0\xa0\x80 \xed\x9f\xbf \xef\xbf\xbf \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf"));
+  CHECK(firstInvalidUtf8("a\x80") == size_t(1));               // a continuation byte alone
+  CHECK(firstInvalidUtf8("\xc0\xaf") == size_t(0));           // overlong '/'
+  CHECK(firstInvalidUtf8("\xc1\xbf") == size_t(0));           // overlong
+  CHECK(firstInvalidUtf8("\xe0\x9f\xbf") == size_t(0));       // overlong 3-byte
+  CHECK(firstInvalidUtf8("\xed\xa0\x80") == size_t(0));       // a UTF-16 surrogate
+  CHECK(firstInvalidUtf8("\xf0\x8f\xbf\xbf") == size_t(0));  // overlong 4-byte
+  CHECK(firstInvalidUtf8("\xf4\x90\x80\x80") == size_t(0));  // above U+10FFFF
+  CHECK(firstInvalidUtf8("\xf5\x80\x80\x80") == size_t(0));
+  CHECK(firstInvalidUtf8("ab\xe2\x82") == size_t(2));          // cut short at the end
+  CHECK(firstInvalidUtf8("\xe2\x28\xa1") == size_t(0));       // a bad continuation
 }
 
 TEST_CASE("config: validation names the field, the value and the rule") {

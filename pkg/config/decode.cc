@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "pkg/api/utf8.h"
 #include "pkg/api/yaml_stream.h"
 #include "pkg/net/ip.h"
 #include "pkg/sync/duration.h"
@@ -380,6 +381,9 @@ std::string appendPortIfNeeded(const std::string& address, int port) {
 }
 
 std::optional<std::string> decodeProxyConfig(std::string_view text, ProxyConfig& out) {
+  // Found by the kube_proxy_config fuzzer: invalid bytes in a value were read, then written back
+  // by --write-config-to as something else. Upstream's decoder refuses them too.
+  if (auto bad = api::firstInvalidUtf8(text)) return "is not valid UTF-8 (byte " + std::to_string(*bad) + ")";
   std::vector<YAML::Node> docs;
   try {
     docs = api::loadYamlStream(std::string(text));
