@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -40,15 +41,28 @@ Ctx newContext(bool json) {
 // The helper's four contexts, created on first use: commits never list (a list on the
 // committing context would make every later transaction fetch the full ruleset), and checks run
 // on a context of their own that is always a dry run.
+// A failpoint for the e2e suite (e2e/test_42_isolation.py), inherited from the daemon's
+// environment: KPN_FAULT_REFUSE_TEXT makes the helper refuse, as the kernel refuses a transaction,
+// every commit and check whose JSON contains that text (one service's comment, or a family). It
+// stands in for a kernel that keeps refusing one service or one family, which cannot be made on
+// purpose in a test namespace. The helper says so on stderr when it starts with it set.
+const char* kRefuseTextVar = "KPN_FAULT_REFUSE_TEXT";
+
 class Contexts {
  public:
+  explicit Contexts(std::string refuseText) : refuseText_(std::move(refuseText)) {}
   // The commit context before the first request: a helper started ahead of its first call
   // (SupervisedHelper::renew) then answers it without this cost.
   void warm() { ready(NftOp::Commit); }
 
   NftAnswer run(NftOp op, const std::string& buf) {
-    Ctx& ctx = ready(op);
     NftAnswer a;
+    if (!refuseText_.empty() && (op == NftOp::Commit || op == NftOp::Check) &&
+        buf.find(refuseText_) != std::string::npos) {
+      a.error = std::string("Operation not permitted (failpoint ") + kRefuseTextVar + ")";
+      return a;
+    }
+    Ctx& ctx = ready(op);
     if (!ctx) {
       a.error = "nft_ctx_new failed";
       return a;
@@ -84,6 +98,7 @@ class Contexts {
     return native_;
   }
   Ctx commit_, list_, native_, check_;
+  std::string refuseText_;
 };
 
 bool parseScopeArg(const std::string& arg, ScopedTable* out) {
@@ -108,7 +123,11 @@ int serve(const std::vector<ScopedTable>& scope) {
   if (!typeofGuardActive() || !cacheScopeActive())
     std::fprintf(stderr, "nft helper: libnftnl interposers not active (guard %d, scope %d)\n", typeofGuardActive(),
                  cacheScopeActive());
-  Contexts contexts;
+  const char* refuse = std::getenv(kRefuseTextVar);
+  if (refuse && *refuse)
+    std::fprintf(stderr, "nft helper: failpoint %s is set: refusing every transaction that contains %s\n",
+                 kRefuseTextVar, refuse);
+  Contexts contexts(refuse ? refuse : "");
   contexts.warm();
   std::string frame, buffer;
   NftOp op;
