@@ -185,3 +185,28 @@ TEST_CASE("behaviour: headless, ExternalName and other proxies' services leave p
   CHECK(w.fromPod("172.30.0.9", 80) == "untouched");
   CHECK(w.fromNode("172.30.0.9", 80) == "untouched");
 }
+
+// Every count from 1 to 40 endpoints, grown one at a time and shrunk again on one live render:
+// each count must reach exactly its endpoints at 1/N (the table counts small and large sets in
+// different ways, and a count change must never leave a destination half-counted).
+TEST_CASE("behaviour: every endpoint count from 1 to 40, growing and shrinking, reaches each endpoint at 1/N") {
+  World w;
+  w.st.upsertService(service("ns", "big", {"172.30.0.60"}, {port("http", 80)}));
+  std::vector<Ep> eps;
+  auto check = [&](size_t n) {
+    INFO(n << " endpoints");
+    eps.resize(n);
+    for (size_t i = 0; i < n; ++i) eps[i] = ready("10.0.4." + std::to_string(i + 1), "node-b");
+    w.st.upsertSlice(slice("ns", "big-4", "big", {epPort("http", 8080)}, eps));
+    auto t = w.trace(packet(nft::eval::Entry::Prerouting, "10.0.1.5", "172.30.0.60", 80, api::Protocol::TCP, "veth1"));
+    REQUIRE(t.candidates.size() == n);
+    std::set<std::string> seen;
+    for (const auto& c : t.candidates) {
+      CHECK(c.probability == doctest::Approx(1.0 / n));
+      seen.insert(c.address);
+    }
+    CHECK(seen.size() == n);
+  };
+  for (size_t n = 1; n <= 40; ++n) check(n);
+  for (size_t n = 40; n >= 1; --n) check(n);
+}
