@@ -118,6 +118,24 @@ Stmt dnatMap(Family f, const Expr& key, const std::string& mapName) {
               key.json + ",\"data\":" + jsonString("@" + mapName) + "}}}}",
           std::string("dnat ") + familyName(f) + " to " + key.text + " map @" + mapName, {}, {mapName}};
 }
+Stmt dnatTo(Family f, const std::string& ip, int32_t port) {
+  const std::string addr = f == Family::IPv6 ? "[" + ip + "]" : ip;
+  return {std::string("{\"dnat\":{\"family\":\"") + familyName(f) + "\",\"addr\":" + jsonString(ip) +
+              ",\"port\":" + std::to_string(port) + "}}",
+          std::string("dnat ") + familyName(f) + " to " + addr + ":" + std::to_string(port), {}, {}};
+}
+Stmt dnatRandomOf(Family f, const std::vector<std::pair<std::string, int32_t>>& endpoints) {
+  const Expr key = ex::numgenRandom(static_cast<uint32_t>(endpoints.size()), 0);
+  std::string json = std::string("{\"dnat\":{\"family\":\"") + familyName(f) + "\",\"addr\":{\"map\":{\"key\":" +
+                     key.json + ",\"data\":{\"set\":[";
+  std::string text = std::string("dnat ") + familyName(f) + " to " + key.text + " map { ";
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    const Expr value = ex::concat({ex::addr(endpoints[i].first), ex::number(endpoints[i].second)});
+    json += (i ? ",[" : "[") + std::to_string(i) + "," + value.json + "]";
+    text += (i ? ", " : "") + std::to_string(i) + " : " + value.text;
+  }
+  return {json + "]}}}}}", text + " }", {}, {}};
+}
 Stmt setUpdate(const Expr& key, uint32_t timeoutSeconds, const std::string& setName) {
   const std::string t = std::to_string(timeoutSeconds);
   return {"{\"set\":{\"op\":\"update\",\"elem\":{\"elem\":{\"val\":" + key.json + ",\"timeout\":" + t +

@@ -59,6 +59,11 @@ Stmt ret();
 Stmt reject(Family f);  // ICMP(v6) port unreachable: connect() fails with ECONNREFUSED
 // dnat <family> to <key> map @map, where the map yields address . port
 Stmt dnatMap(Family f, const Expr& key, const std::string& mapName);
+// dnat <family> to address:port (IPv6: [address]:port)
+Stmt dnatTo(Family f, const std::string& ip, int32_t port);
+// dnat <family> to numgen random mod N map { 0 : address . port, ... }: one of N at random, from
+// an anonymous map (for a handful of rules only: anonymous sets make nft's load grow quadratically).
+Stmt dnatRandomOf(Family f, const std::vector<std::pair<std::string, int32_t>>& endpoints);
 // update @set { key timeout Ns }: adds the key, or refreshes its timeout (session affinity).
 Stmt setUpdate(const Expr& key, uint32_t timeoutSeconds, const std::string& setName);
 // numgen random mod N vmap { 0 : goto targets[0], ... }: an anonymous verdict map.

@@ -36,10 +36,6 @@ uint32_t affinityScope(const std::string& clusterIP) {
   return 0;
 }
 
-std::string stickyEndpointsMapName(bool local, api::Protocol proto) {
-  return std::string(local ? "local-" : "") + "sticky-endpoints-" + api::protocolName(proto);
-}
-
 std::vector<SetDecl> affinitySetDeclarations(Family f) {
   std::vector<SetDecl> decls;
   for (bool local : {false, true})
@@ -48,58 +44,36 @@ std::vector<SetDecl> affinitySetDeclarations(Family f) {
                 std::string(familyName(f)) + " saddr . numgen random mod 1 . numgen random mod 1"};
       d.dynamic = true;
       decls.push_back(std::move(d));
-      decls.push_back({stickyEndpointsMapName(local, p), {}, "",
-                       std::string("numgen random mod 1 . numgen random mod 1 : ") + familyName(f) + " daddr . " +
-                           api::protocolName(p) + " dport"});
     }
   return decls;
 }
 
-namespace {
-
-// <scope> . <port:slot>, as the sticky-endpoints map's key: in a rule, the constant written with
-// numgen; `slot` may be numgen's random draw of a slot.
-Expr endpointKey(const AffinityChain& a, Expr slot) { return ex::concat({ex::numgenRandom(1, a.scope), std::move(slot)}); }
-uint32_t portSlot(const AffinityChain& a, uint32_t slot) { return (static_cast<uint32_t>(a.port) << 16) | slot; }
-
-}  // namespace
-
 Chain affinityChain(Family f, const AffinityChain& a) {
   const std::string set = stickySetName(a.local, a.proto);
-  const std::string map = stickyEndpointsMapName(a.local, a.proto);
-  const uint32_t n = a.endpoints;
-  // The map yields address . port: the dnat needs the transport protocol matched in its rule.
+  const auto n = static_cast<uint32_t>(a.endpoints.size());
+  // A literal `dnat to address:port` needs the transport protocol matched in its own rule.
   const Stmt proto = st::match(ex::meta("l4proto"), "==", ex::symbol(api::protocolName(a.proto)));
-  auto dnatTo = [&](uint32_t slot) { return st::dnatMap(f, endpointKey(a, ex::numgenRandom(1, portSlot(a, slot))), map); };
   std::vector<Rule> rules;
   // A client that holds a slot goes back to its endpoint, and refreshes the entry.
   for (uint32_t i = 0; i < n; ++i) {
     const Expr key = clientSlotKey(f, a, i);
-    rules.push_back(makeRule({proto, st::matchSet(key, set), st::setUpdate(key, a.seconds, set), dnatTo(i)}));
+    rules.push_back(makeRule({proto, st::matchSet(key, set), st::setUpdate(key, a.seconds, set),
+                              st::dnatTo(f, a.endpoints[i].ip, a.endpoints[i].port)}));
   }
-  // A new client: slot i with probability 1/(n-i) once the ones before it were not drawn.
+  // A new client: endpoint i with probability 1/(n-i) once the ones before it were not drawn.
   for (uint32_t i = 0; i < n; ++i) {
     std::vector<Stmt> stmts = {proto};
     if (i + 1 < n) stmts.push_back(st::match(ex::numgenRandom(n - i, 0), "==", ex::number(0)));
     stmts.push_back(st::setUpdate(clientSlotKey(f, a, i), a.seconds, set));
-    stmts.push_back(dnatTo(i));
+    stmts.push_back(st::dnatTo(f, a.endpoints[i].ip, a.endpoints[i].port));
     rules.push_back(makeRule(stmts));
   }
   // Reached only when an update failed (the set holds its maximum of entries: the kernel ends
   // that rule): still every endpoint at 1/N, without stickiness, rather than no DNAT at all.
-  rules.push_back(makeRule({proto, st::dnatMap(f, endpointKey(a, ex::numgenRandom(n, portSlot(a, 0))), map)},
-                           "the set is full: no entry"));
+  std::vector<std::pair<std::string, int32_t>> all;
+  for (const EndpointChoice& ep : a.endpoints) all.emplace_back(ep.ip, ep.port);
+  rules.push_back(makeRule({proto, st::dnatRandomOf(f, all)}, "the set is full: no entry"));
   return Chain{a.name, std::nullopt, std::move(rules)};
-}
-
-std::vector<Element> affinityEndpointElements(const AffinityChain& a, const std::vector<EndpointChoice>& endpoints,
-                                              const std::string& comment) {
-  std::vector<Element> out;
-  const std::string map = stickyEndpointsMapName(a.local, a.proto);
-  for (uint32_t i = 0; i < endpoints.size(); ++i)
-    out.push_back(mapElement(map, ex::concat({ex::number(a.scope), ex::number(portSlot(a, i))}),
-                             ex::concat({ex::addr(endpoints[i].ip), ex::number(endpoints[i].port)}), comment));
-  return out;
 }
 
 }  // namespace kpn::render

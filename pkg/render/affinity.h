@@ -8,15 +8,13 @@
 // its own per endpoint set, which every destination of the port dispatches to:
 //
 //   set sticky-tcp { typeof ip saddr . numgen random mod 1 . numgen random mod 1 ; flags dynamic,timeout ; }
-//   map sticky-endpoints-tcp { typeof numgen random mod 1 . numgen random mod 1 : ip daddr . tcp dport ;
-//                              elements = { <scope> . <port:0> : 10.244.1.2 . 8080, ... } }
 //   chain affinity-default/web/tcp/http {
-//     meta l4proto tcp ip saddr . <scope> . <port:0> @sticky-tcp update @sticky-tcp { ip saddr . <scope> . <port:0> timeout 3h } dnat ip to <scope> . <port:0> map @sticky-endpoints-tcp
+//     meta l4proto tcp ip saddr . <scope> . <port:0> @sticky-tcp update @sticky-tcp { ip saddr . <scope> . <port:0> timeout 3h } dnat ip to 10.244.1.2:8080
 //     ... (one rule per slot: a client holding an entry goes back to that slot's endpoint)
-//     meta l4proto tcp numgen random mod 3 0 update @sticky-tcp { ... <port:0> ... } dnat ip to <scope> . <port:0> map @sticky-endpoints-tcp
-//     meta l4proto tcp numgen random mod 2 0 update @sticky-tcp { ... <port:1> ... } dnat ip to <scope> . <port:1> map @sticky-endpoints-tcp
-//     meta l4proto tcp update @sticky-tcp { ... <port:2> ... } dnat ip to <scope> . <port:2> map @sticky-endpoints-tcp
-//     meta l4proto tcp dnat ip to <scope> . numgen random mod 3 offset <port:0> map @sticky-endpoints-tcp (the set is full)
+//     meta l4proto tcp numgen random mod 3 0 update @sticky-tcp { ip saddr . <scope> . <port:0> timeout 3h } dnat ip to 10.244.1.2:8080
+//     meta l4proto tcp numgen random mod 2 0 update @sticky-tcp { ip saddr . <scope> . <port:1> timeout 3h } dnat ip to 10.244.1.3:8080
+//     meta l4proto tcp update @sticky-tcp { ip saddr . <scope> . <port:2> timeout 3h } dnat ip to 10.244.1.4:8080
+//     meta l4proto tcp dnat ip to numgen random mod 3 map { 0 : 10.244.1.2 . 8080, ... } (the set is full)
 //   }
 //
 // <scope> is the ClusterIP of this family as a 32-bit number (IPv6: its low 32 bits, unique
@@ -30,9 +28,8 @@
 // count shrank). Only new connections pass the nat chains, so the timeout is refreshed per new
 // connection, as upstream. The sets are dynamic (nft::SetDecl::dynamic): a restart or a resync
 // never flushes them, and slot orders are adopted at start-up, so entries keep their endpoints.
-// The chain DNATs through the shared sticky-endpoints map, whose elements name the endpoints: an
-// endpoint swapped is one element, and only a count change rewrites the chain's 2N+1 rules (a new
-// rule with a dnat makes the kernel validate the jump graph: ~17 ms with 1 000 affinity services).
+// The chain DNATs to literal endpoints: no rule of it binds a backends map, so a change of the
+// service rewrites a chain of 2N+1 rules without the kernel walking a 100k-element map.
 // Everything here is JSON except the sets' declarations (typeof, native at start-up).
 #pragma once
 
@@ -57,10 +54,6 @@ uint32_t affinityScope(const std::string& clusterIP);
 // The dynamic set declarations of one family (2 endpoint sets x 3 protocols).
 std::vector<nft::SetDecl> affinitySetDeclarations(nft::Family f);
 
-// "sticky-endpoints-tcp", "local-sticky-endpoints-tcp": <scope> . <port:slot> -> endpoint . port,
-// for every affinity service port's slots (typeof, declared at start-up).
-std::string stickyEndpointsMapName(bool local, api::Protocol proto);
-
 struct AffinityChain {
   std::string name;
   api::Protocol proto = api::Protocol::TCP;
@@ -68,12 +61,8 @@ struct AffinityChain {
   uint32_t scope = 0;
   int32_t port = 0;  // the service port
   uint32_t seconds = 0;
-  uint32_t endpoints = 0;  // how many slots
+  std::vector<EndpointChoice> endpoints;  // in slot order
 };
-// The port's chain: its rules depend on the count of endpoints only, not on which they are.
 nft::Chain affinityChain(nft::Family f, const AffinityChain& a);
-// The port's slots in the sticky-endpoints map (`endpoints` in slot order).
-std::vector<nft::Element> affinityEndpointElements(const AffinityChain& a, const std::vector<EndpointChoice>& endpoints,
-                                                   const std::string& comment);
 
 }  // namespace kpn::render

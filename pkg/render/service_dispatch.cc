@@ -71,13 +71,10 @@ void affinityTo(PartBuilder& b, const PortPlan& p, KeySpace space, const Expr& d
   b.picks.insert(Pick{space, p.sp.protocol, 1});
   const bool local = &order == p.local;
   const std::string name = affinityChainName(p.chainKey, local);
-  if (b.affinityChains.insert(name).second) {
-    const AffinityChain a{name, p.sp.protocol, local, p.affinityScope, p.sp.port, p.affinitySeconds,
-                          static_cast<uint32_t>(order.size())};
-    b.part.chains.push_back(affinityChain(b.family, a));
-    for (Element& e : affinityEndpointElements(a, inSlotOrder(order, local ? p.eps.local : p.eps.cluster), p.comment))
-      b.part.elements.push_back(std::move(e));
-  }
+  if (b.affinityChains.insert(name).second)
+    b.part.chains.push_back(affinityChain(
+        b.family, AffinityChain{name, p.sp.protocol, local, p.affinityScope, p.sp.port, p.affinitySeconds,
+                                inSlotOrder(order, local ? p.eps.local : p.eps.cluster)}));
   b.part.elements.push_back(verdictElement(dispatchMap, dispatchKey, name, p.comment));
 }
 
