@@ -7,7 +7,7 @@ string: the echo server's answer line ("<own-ip> <peer-ip>[ <port>]"), or "ERR:<
 answering). Every connection is new (new socket, new source port): nothing is retried.
 
 Requests:
-  {"op": "tcp"|"udp", "host", "port", "timeout"?, "bind"?}          -> {"result": str}
+  {"op": "tcp"|"udp", "host", "port", "timeout"?, "bind"?, "sport"?} -> {"result": str}
   {"op": "many", "proto", "host", "port", "n", "timeout"?, "bind"?}  -> {"results": [str]}
   {"op": "loop_start", "host", "port", "interval"?, "connect_timeout"?}  -> {"ok": true}
         opens a NEW TCP connection every `interval` seconds in a background thread
@@ -57,11 +57,11 @@ def read_line(s):
     return text if text else "ERR:EMPTY"
 
 
-def tcp_once(host, port, timeout=2.0, bind=None, connect_timeout=None):
+def tcp_once(host, port, timeout=2.0, bind=None, connect_timeout=None, sport=0):
     s = socket.socket(family(host), socket.SOCK_STREAM)
     try:
-        if bind:
-            s.bind((bind, 0))
+        if bind or sport:
+            s.bind((bind or "", sport))
         s.settimeout(connect_timeout if connect_timeout is not None else timeout)
         s.connect((host, port))
         s.settimeout(timeout)
@@ -242,7 +242,8 @@ class Stream:
 def handle(req, state):
     op = req["op"]
     if op == "tcp":
-        return {"result": tcp_once(req["host"], req["port"], req.get("timeout", 2.0), req.get("bind"))}
+        return {"result": tcp_once(req["host"], req["port"], req.get("timeout", 2.0), req.get("bind"),
+                                   sport=req.get("sport", 0))}
     if op == "udp":
         return {"result": udp_once(req["host"], req["port"], req.get("timeout", 2.0), req.get("bind"))}
     if op == "many":

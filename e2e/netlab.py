@@ -357,8 +357,8 @@ class Agent:
             raise LabError(f"client agent in {self.ns}: {resp['error']} for {req}")
         return resp
 
-    def tcp(self, host, port, timeout=2.0, bind=None):
-        return self.call(op="tcp", host=host, port=port, timeout=timeout, bind=bind)["result"]
+    def tcp(self, host, port, timeout=2.0, bind=None, sport=0):
+        return self.call(op="tcp", host=host, port=port, timeout=timeout, bind=bind, sport=sport)["result"]
 
     def udp(self, host, port, timeout=2.0, bind=None):
         return self.call(op="udp", host=host, port=port, timeout=timeout, bind=bind)["result"]

@@ -14,6 +14,7 @@
 
 #include "pkg/conntrack/cleanup_worker.h"
 #include "pkg/conntrack/frontends.h"
+#include "pkg/conntrack/gap_flows.h"
 #include "pkg/conntrack/reconcile.h"
 #include "pkg/conntrack/udp_services.h"
 #include "pkg/metrics/proxy_metrics.h"
@@ -76,10 +77,12 @@ struct FakeTable : conntrack::FlowTable {
   std::vector<Flow> flows;
   std::vector<size_t> batchSizes;
   std::string failDump;
-  bool dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string* error) override {
+  std::vector<std::pair<uint8_t, uint8_t>> dumped;  // (family, proto) of each dump
+  bool dump(uint8_t family, uint8_t proto, const std::function<bool(const Flow&)>& fn, std::string* error) override {
+    dumped.emplace_back(family, proto);
     std::vector<Flow> copy = flows;  // deletes during the dump must not disturb it
     for (const Flow& f : copy)
-      if (f.family == family && !fn(f)) break;
+      if (f.family == family && f.proto == proto && !fn(f)) break;
     if (!failDump.empty()) *error = failDump;
     return failDump.empty();
   }
@@ -259,7 +262,7 @@ struct GatedTable : conntrack::FlowTable {
   bool* open;
   std::atomic<int>* dumps;
   std::vector<std::chrono::steady_clock::time_point>* starts;  // of each IPv4 dump
-  bool dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string*) override {
+  bool dump(uint8_t family, uint8_t, const std::function<bool(const Flow&)>& fn, std::string*) override {
     if (family == AF_INET) starts->push_back(std::chrono::steady_clock::now());
     if (family == AF_INET && dumps->fetch_add(1) == 0) {
       std::unique_lock<std::mutex> lock(*mu);
@@ -358,4 +361,94 @@ TEST_CASE("conntrack: the reconciler's metrics carry upstream's names, per famil
   CHECK(text.find("kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family=\"IPv6\"} 0\n") != std::string::npos);
   CHECK(text.find("kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family=\"IPv4\"} 2\n") != std::string::npos);
   CHECK(text.find("kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family=\"IPv6\"} 1\n") != std::string::npos);
+}
+
+namespace {
+// A TCP (or SCTP) entry from client:41000 to dst:dport, as the kernel makes it with no DNAT
+// (replies would come from the destination itself) unless replySrc says otherwise.
+Flow connection(uint8_t proto, const std::string& dst, uint16_t dport, bool replied, std::string replySrc = "",
+                uint16_t replySport = 0) {
+  Flow f = udp(dst, dport, replySrc.empty() ? dst : replySrc);
+  f.proto = proto;
+  f.origSport = 41000;
+  f.replySport = replySport ? replySport : dport;
+  f.replied = replied;
+  return f;
+}
+}  // namespace
+
+TEST_CASE("conntrack: after a rules rebuild, entries to a frontend without DNAT that never saw a reply go") {
+  Cluster c;
+  auto web = service("ns", "web", {"10.96.2.1", "fd00::2:1"}, {port("http", 80), port("assoc", 7777, api::Protocol::SCTP)});
+  web->externalIPs = {"192.0.2.10"};
+  web->ports[0].nodePort = 30080;
+  c.add(web, {});  // no endpoints: such a service is swept too (a retransmitted SYN is rejected either way)
+  c.add(dnsService(), {dnsSlice({{"10.244.0.5"}})});
+  auto gap = conntrack::makeGapSweep(c.st, c.cfg);
+  const auto& fe = gap->v4;
+  CHECK(fe.hasProto(IPPROTO_TCP));
+  CHECK(fe.hasProto(IPPROTO_SCTP));
+  CHECK_FALSE(fe.hasProto(IPPROTO_UDP));  // the reconciler's
+  CHECK(fe.isGapFlow(connection(IPPROTO_TCP, "10.96.2.1", 80, false)));
+  CHECK(fe.isGapFlow(connection(IPPROTO_TCP, "192.0.2.10", 80, false)));   // external IP
+  CHECK(fe.isGapFlow(connection(IPPROTO_TCP, "172.18.0.2", 30080, false)));  // NodePort, any address
+  CHECK(fe.isGapFlow(connection(IPPROTO_SCTP, "10.96.2.1", 7777, false)));
+  CHECK(fe.isGapFlow(connection(IPPROTO_TCP, "10.96.0.10", 53, false)));  // the DNS service's TCP port
+  // Kept: a connection that was answered, one that was DNATed, another port or protocol, UDP.
+  CHECK_FALSE(fe.isGapFlow(connection(IPPROTO_TCP, "10.96.2.1", 80, true)));
+  CHECK_FALSE(fe.isGapFlow(connection(IPPROTO_TCP, "10.96.2.1", 80, false, "10.244.0.7", 8080)));
+  CHECK_FALSE(fe.isGapFlow(connection(IPPROTO_TCP, "10.96.2.1", 80, false, "10.96.2.1", 8080)));
+  CHECK_FALSE(fe.isGapFlow(connection(IPPROTO_TCP, "10.96.2.1", 81, false)));
+  CHECK_FALSE(fe.isGapFlow(connection(IPPROTO_SCTP, "10.96.2.1", 80, false)));
+  CHECK_FALSE(fe.isGapFlow(connection(IPPROTO_UDP, "10.96.0.10", 53, false)));
+  CHECK_FALSE(fe.isGapFlow(connection(IPPROTO_TCP, "203.0.113.1", 80, false)));
+  // IPv6 is its own family; a service another proxy serves is not ours to sweep.
+  CHECK(gap->v6.isGapFlow(connection(IPPROTO_TCP, "fd00::2:1", 80, false)));
+  CHECK_FALSE(gap->v6.isGapFlow(connection(IPPROTO_TCP, "10.96.2.1", 80, false)));
+  auto other = service("ns", "other", {"10.96.2.2"}, {port("http", 80)});
+  other->meta.labels["service.kubernetes.io/service-proxy-name"] = "someone-else";
+  c.add(other, {});
+  CHECK_FALSE(conntrack::makeGapSweep(c.st, c.cfg)->v4.isGapFlow(connection(IPPROTO_TCP, "10.96.2.2", 80, false)));
+}
+
+TEST_CASE("conntrack: the follower asks for the gap sweep after a sync that rebuilt rules, not after others") {
+  Cluster c;
+  c.add(service("ns", "web", {"10.96.2.1"}, {port("http", 80)}), {});
+  FakeTable* table = nullptr;
+  conntrack::CleanupWorker worker(
+      [&](std::string*) {
+        auto t = std::make_unique<FakeTable>();
+        t->flows = {connection(IPPROTO_TCP, "10.96.2.1", 80, false), connection(IPPROTO_TCP, "10.96.2.1", 80, true)};
+        t->flows[1].origSport = 41001;
+        table = t.get();
+        return std::unique_ptr<conntrack::FlowTable>(std::move(t));
+      },
+      nullptr);
+  conntrack::CleanupFollower follower(c.st, c.cfg, worker);
+  sync::SyncReport incremental;
+  incremental.stats.ok = true;
+  incremental.stats.plan = sync::SyncStats::Plan::Incremental;
+  incremental.stats.ops = 3;
+  follower.synced(incremental);
+  worker.waitIdle();
+  CHECK(table == nullptr);  // no UDP service, no rebuild: nothing opened, nothing dumped
+  sync::SyncReport intact = incremental;  // a start-up or repair that found the kernel as it wanted
+  intact.stats.plan = sync::SyncStats::Plan::Reconcile;
+  intact.stats.ops = 0;
+  follower.synced(intact);
+  worker.waitIdle();
+  CHECK(table == nullptr);
+  sync::SyncReport rebuilt = intact;
+  rebuilt.stats.ops = 166;
+  follower.synced(rebuilt);
+  worker.waitIdle();
+  REQUIRE(table != nullptr);
+  CHECK(table->dumped == std::vector<std::pair<uint8_t, uint8_t>>{{AF_INET, IPPROTO_TCP}});
+  REQUIRE(table->flows.size() == 1);
+  CHECK(table->flows[0].replied);  // the answered connection stays
+  sync::SyncReport full = rebuilt;
+  full.stats.plan = sync::SyncStats::Plan::Full;
+  follower.synced(full);
+  worker.waitIdle();
+  CHECK(table->dumped.size() == 2);
 }

@@ -1,6 +1,7 @@
 #include "pkg/conntrack/cleanup_worker.h"
 
 #include <glog/logging.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 namespace kpn::conntrack {
@@ -26,9 +27,17 @@ void CleanupWorker::submit(UdpSnapshot snapshot) {
   cv_.notify_all();
 }
 
+void CleanupWorker::submitGapSweep(GapSnapshot sweep) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    pendingGap_ = std::move(sweep);
+  }
+  cv_.notify_all();
+}
+
 void CleanupWorker::waitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !pending_ && !running_; });
+  cv_.wait(lock, [this] { return !pending_ && !pendingGap_ && !running_; });
 }
 
 size_t CleanupWorker::passes() const {
@@ -39,17 +48,21 @@ size_t CleanupWorker::passes() const {
 void CleanupWorker::loop() {
   for (;;) {
     UdpSnapshot snap;
+    GapSnapshot gap;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || pending_; });
+      cv_.wait(lock, [this] { return stopping_ || pending_ || pendingGap_; });
       cv_.wait_until(lock, restUntil_, [this] { return stopping_; });
       if (stopping_) return;
       snap = std::move(pending_);
       pending_.reset();
+      gap = std::move(pendingGap_);
+      pendingGap_.reset();
       running_ = true;
     }
     auto start = std::chrono::steady_clock::now();
-    runPass(*snap);
+    if (gap) runGapSweep(*gap);
+    if (snap && !cancel_) runPass(*snap);
     {
       std::lock_guard<std::mutex> g(mu_);
       running_ = false;
@@ -61,22 +74,54 @@ void CleanupWorker::loop() {
   }
 }
 
+bool CleanupWorker::ensureTable() {
+  if (table_) return true;
+  std::string err;
+  table_ = open_(&err);
+  if (!table_) {
+    // Logged when it changes, not every sync; the next sync tries again.
+    if (err != lastOpenError_) LOG(WARNING) << "conntrack cleanup unavailable: " << err;
+    lastOpenError_ = err;
+    return false;
+  }
+  lastOpenError_.clear();
+  return true;
+}
+
+void CleanupWorker::runGapSweep(const GapSweep& sweep) {
+  for (uint8_t family : {uint8_t(AF_INET), uint8_t(AF_INET6)}) {
+    const char* name = family == AF_INET ? "IPv4" : "IPv6";
+    const GapFrontends& fe = family == AF_INET ? sweep.v4 : sweep.v6;
+    for (uint8_t proto : {uint8_t(IPPROTO_TCP), uint8_t(IPPROTO_SCTP)}) {
+      if (!fe.hasProto(proto)) continue;
+      if (!ensureTable()) return;
+      FamilyResult r = deleteFlows(*table_, family, proto, [&](const Flow& f) { return fe.isGapFlow(f); },
+                                   kDeleteBatch, &cancel_);
+      if (cancel_) {
+        table_.reset();
+        return;
+      }
+      const char* protoName = proto == IPPROTO_TCP ? "TCP" : "SCTP";
+      if (!r.error.empty()) {
+        LOG(WARNING) << "conntrack sweep after the rules rebuild (" << name << " " << protoName << "): " << r.error
+                     << "; deleted " << r.deleted << " of " << r.stale << " entries without DNAT";
+        table_.reset();
+      }
+      // Rare (a rebuild) and worth seeing: always logged.
+      LOG(INFO) << "conntrack sweep after the rules rebuild family=" << name << " proto=" << protoName
+                << ": deleted " << r.deleted << " of " << r.scanned << " entries (without DNAT, never answered, "
+                << "to a service) ms=" << r.seconds * 1000;
+      if (report_) report_(name, r);
+    }
+  }
+}
+
 void CleanupWorker::runPass(const UdpServices& services) {
   for (uint8_t family : {uint8_t(AF_INET), uint8_t(AF_INET6)}) {
     const char* name = family == AF_INET ? "IPv4" : "IPv6";
     Frontends fe = Frontends::build(services, family);
     if (fe.empty()) continue;  // no UDP service with endpoints in this family: nothing can be stale
-    if (!table_) {
-      std::string err;
-      table_ = open_(&err);
-      if (!table_) {
-        // Logged when it changes, not every sync; the next sync tries again.
-        if (err != lastOpenError_) LOG(WARNING) << "UDP conntrack cleanup unavailable: " << err;
-        lastOpenError_ = err;
-        return;
-      }
-      lastOpenError_.clear();
-    }
+    if (!ensureTable()) return;
     FamilyResult r = reconcileFamily(*table_, family, fe, kDeleteBatch, &cancel_);
     if (cancel_) {
       table_.reset();  // the dump's rest is still in the socket

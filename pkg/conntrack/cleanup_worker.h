@@ -4,7 +4,8 @@
 // (kubernetes issue 135323: upstream's reconciler ran inside the sync and blocked it under high
 // DNS QPS). After a pass it rests as long as the pass took, so however often syncs come it uses
 // at most half of a core. Both families, IPv4 then IPv6, each with its own frontends. Destroying
-// it cancels a running pass at its next entry.
+// it cancels a running pass at its next entry. It also runs the sweep of entries a rules rebuild
+// left without DNAT (gap_flows.h), before the UDP pass when both wait.
 #pragma once
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "pkg/conntrack/gap_flows.h"
 #include "pkg/conntrack/reconcile.h"
 #include "pkg/conntrack/udp_services.h"
 #include "pkg/render/node_config.h"
@@ -37,6 +39,8 @@ class CleanupWorker {
 
   // Replaces a snapshot that has not started.
   void submit(UdpSnapshot snapshot);
+  // The same for the sweep after a rules rebuild.
+  void submitGapSweep(GapSnapshot sweep);
   // Tests: blocks until nothing is pending or running.
   void waitIdle();
   size_t passes() const;  // passes run, both families each
@@ -44,6 +48,8 @@ class CleanupWorker {
  private:
   void loop();
   void runPass(const UdpServices& services);
+  void runGapSweep(const GapSweep& sweep);
+  bool ensureTable();
 
   TableFactory open_;
   Reporter report_;
@@ -52,6 +58,7 @@ class CleanupWorker {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   UdpSnapshot pending_;
+  GapSnapshot pendingGap_;
   bool running_ = false, stopping_ = false;
   std::atomic<bool> cancel_{false};
   std::chrono::steady_clock::time_point restUntil_{};
@@ -60,13 +67,16 @@ class CleanupWorker {
 };
 
 // The sync loop's side: after each successful sync, bring the UDP service index up to date from
-// the services the sync covered and hand the worker its snapshot.
+// the services the sync covered and hand the worker its snapshot; after a sync that rebuilt rules
+// (not the incremental path, and the kernel lacked something), the gap sweep too.
 class CleanupFollower : public sync::SyncObserver {
  public:
   CleanupFollower(const state::ClusterState& state, const render::NodeConfig& cfg, CleanupWorker& worker)
       : state_(state), cfg_(cfg), worker_(worker) {}
   void synced(const sync::SyncReport& r) override {
     if (!r.stats.ok) return;
+    if (r.stats.plan != sync::SyncStats::Plan::Incremental && r.stats.ops > 0)
+      worker_.submitGapSweep(makeGapSweep(state_, cfg_));
     index_.update(state_, cfg_, r.changed);
     worker_.submit(index_.snapshot());
   }

@@ -1,6 +1,6 @@
-// One conntrack entry as the UDP cleanup sees it: the fields that decide whether it is stale
-// (original destination, reply source) and the ones that name it for deletion (the original
-// tuple, its zone and its id). Addresses are binary, as netlink carries them, so a dump of 100k
+// One conntrack entry as the cleanups see it: the fields that decide whether it is stale
+// (original destination, reply source and port, whether a reply was seen) and the ones that name
+// it for deletion (the original tuple, its zone and its id). Addresses are binary, as netlink carries them, so a dump of 100k
 // entries is matched without formatting one address as text.
 #pragma once
 
@@ -30,7 +30,8 @@ struct Flow {
   uint8_t family = 0;  // AF_INET, AF_INET6
   uint8_t proto = 0;   // IPPROTO_UDP, ...
   Ip origSrc, origDst, replySrc;
-  uint16_t origSport = 0, origDport = 0;  // host byte order
+  uint16_t origSport = 0, origDport = 0, replySport = 0;  // host byte order
+  bool replied = false;  // IPS_SEEN_REPLY: the other side answered at least once
   std::optional<uint16_t> zone;
   std::optional<uint32_t> id;  // the kernel's id: deleting by it never hits a newer entry with the same tuple
 };

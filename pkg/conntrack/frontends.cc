@@ -30,6 +30,23 @@ EndpointIps servingEndpoints(const api::ServicePort& sp, const std::vector<state
   return out;
 }
 
+std::vector<Ip> frontendIps(const api::Service& svc, uint8_t family) {
+  std::vector<Ip> addrs;
+  bool hasClusterIP = false;
+  auto add = [&](const std::string& text, bool cluster) {
+    uint8_t f = 0;
+    auto ip = parseIp(text, &f);
+    if (!ip || f != family) return;
+    addrs.push_back(*ip);
+    hasClusterIP |= cluster;
+  };
+  for (const auto& ip : svc.clusterIPs) add(ip, true);
+  if (!hasClusterIP) return {};
+  for (const auto& ip : render::loadBalancerVIPs(svc)) add(ip, false);
+  for (const auto& ip : svc.externalIPs) add(ip, false);
+  return addrs;
+}
+
 Frontends Frontends::build(const UdpServices& services, uint8_t family) {
   Frontends fe;
   auto claim = [](auto& map, const auto& key, const std::string& rank, const EndpointIps* eps) {
@@ -38,20 +55,8 @@ Frontends Frontends::build(const UdpServices& services, uint8_t family) {
   };
   for (const auto& [key, entry] : services) {
     const api::Service& svc = *entry.service;
-    std::vector<Ip> addrs;
-    bool hasClusterIP = false;
-    auto add = [&](const std::string& text, bool cluster) {
-      uint8_t f = 0;
-      auto ip = parseIp(text, &f);
-      if (!ip || f != family) return;
-      addrs.push_back(*ip);
-      hasClusterIP |= cluster;
-    };
-    for (const auto& ip : svc.clusterIPs) add(ip, true);
-    // As the rules: a family without a ClusterIP has no service at all in that family.
-    if (!hasClusterIP) continue;
-    for (const auto& ip : render::loadBalancerVIPs(svc)) add(ip, false);
-    for (const auto& ip : svc.externalIPs) add(ip, false);
+    const std::vector<Ip> addrs = frontendIps(svc, family);
+    if (addrs.empty()) continue;
     const std::string rank = render::claimRank(svc);
     for (const auto& sp : svc.ports) {
       if (sp.protocol != api::Protocol::UDP || sp.port <= 0 || sp.port > 65535) continue;

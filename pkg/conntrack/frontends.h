@@ -50,6 +50,10 @@ class Frontends {
   std::unordered_map<uint16_t, Claim> byNodePort_;
 };
 
+// A service's frontend addresses in one family: its ClusterIP(s), LoadBalancer VIPs and external
+// IPs. None when the family has no ClusterIP: as the rules, no service at all in that family.
+std::vector<Ip> frontendIps(const api::Service& svc, uint8_t family);
+
 // Upstream's IsServing: the serving condition (a missing one counts as true); a ready endpoint
 // counts too, whatever it says, since the rules send traffic to it.
 EndpointIps servingEndpoints(const api::ServicePort& port, const std::vector<state::SlicePtr>& slices, uint8_t family);

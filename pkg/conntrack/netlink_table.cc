@@ -66,18 +66,20 @@ nf_conntrack* toConntrack(const Flow& f, const Flow* reply) {
   return ct;
 }
 
-// The flow of one dumped entry, or false for one that is not a UDP entry of IPv4 or IPv6.
-bool toFlow(const nf_conntrack* ct, Flow* out) {
+// The flow of one dumped entry, or false for one that is not a `proto` entry of IPv4 or IPv6.
+bool toFlow(const nf_conntrack* ct, uint8_t proto, Flow* out) {
   Flow f;
-  if (nfct_get_attr_u8(ct, ATTR_ORIG_L4PROTO) != IPPROTO_UDP) return false;
+  if (nfct_get_attr_u8(ct, ATTR_ORIG_L4PROTO) != proto) return false;
   f.family = nfct_get_attr_u8(ct, ATTR_ORIG_L3PROTO);
   if (f.family != AF_INET && f.family != AF_INET6) return false;
-  f.proto = IPPROTO_UDP;
+  f.proto = proto;
   copyAddr(ct, ATTR_ORIG_IPV4_SRC, ATTR_ORIG_IPV6_SRC, f.family, &f.origSrc);
   copyAddr(ct, ATTR_ORIG_IPV4_DST, ATTR_ORIG_IPV6_DST, f.family, &f.origDst);
   copyAddr(ct, ATTR_REPL_IPV4_SRC, ATTR_REPL_IPV6_SRC, f.family, &f.replySrc);
   f.origSport = ntohs(nfct_get_attr_u16(ct, ATTR_ORIG_PORT_SRC));
   f.origDport = ntohs(nfct_get_attr_u16(ct, ATTR_ORIG_PORT_DST));
+  f.replySport = ntohs(nfct_get_attr_u16(ct, ATTR_REPL_PORT_SRC));
+  f.replied = (nfct_get_attr_u32(ct, ATTR_STATUS) & IPS_SEEN_REPLY) != 0;
   if (nfct_attr_is_set(ct, ATTR_ZONE) > 0) f.zone = nfct_get_attr_u16(ct, ATTR_ZONE);
   if (nfct_attr_is_set(ct, ATTR_ID) > 0) f.id = nfct_get_attr_u32(ct, ATTR_ID);
   *out = f;
@@ -164,18 +166,19 @@ NetlinkFlowTable::~NetlinkFlowTable() {
   close(dumpFd_);
 }
 
-bool NetlinkFlowTable::dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string* error) {
+bool NetlinkFlowTable::dump(uint8_t family, uint8_t proto, const std::function<bool(const Flow&)>& fn,
+                            std::string* error) {
   bool refused = false;
   if (kernelProtoFilter_) {
-    if (dumpOnce(family, true, fn, error, &refused) || !refused) return error->empty();
+    if (dumpOnce(family, proto, true, fn, error, &refused) || !refused) return error->empty();
     kernelProtoFilter_ = false;  // an older kernel: the family filter alone from now on
     error->clear();
   }
-  return dumpOnce(family, false, fn, error, &refused);
+  return dumpOnce(family, proto, false, fn, error, &refused);
 }
 
-bool NetlinkFlowTable::dumpOnce(uint8_t family, bool protoFilter, const std::function<bool(const Flow&)>& fn,
-                                std::string* error, bool* refused) {
+bool NetlinkFlowTable::dumpOnce(uint8_t family, uint8_t proto, bool protoFilter,
+                                const std::function<bool(const Flow&)>& fn, std::string* error, bool* refused) {
   alignas(nlmsghdr) char req[256] = {};
   auto* nlh = reinterpret_cast<nlmsghdr*>(req);
   nlh->nlmsg_len = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
@@ -188,10 +191,9 @@ bool NetlinkFlowTable::dumpOnce(uint8_t family, bool protoFilter, const std::fun
   if (protoFilter) {
     AttrWriter w{nlh};
     nlattr* tuple = w.begin(CTA_TUPLE_ORIG);
-    nlattr* proto = w.begin(CTA_TUPLE_PROTO);
-    const uint8_t udp = IPPROTO_UDP;
-    w.put(CTA_PROTO_NUM, &udp, sizeof udp);
-    w.end(proto);
+    nlattr* tupleProto = w.begin(CTA_TUPLE_PROTO);
+    w.put(CTA_PROTO_NUM, &proto, sizeof proto);
+    w.end(tupleProto);
     w.end(tuple);
     nlattr* filter = w.begin(CTA_FILTER);
     w.put(CTA_FILTER_ORIG_FLAGS, &kFilterProtoNum, sizeof kFilterProtoNum);
@@ -227,7 +229,8 @@ bool NetlinkFlowTable::dumpOnce(uint8_t family, bool protoFilter, const std::fun
     // Parsing sets what the message has: clear the optional attributes the previous one set.
     nfct_attr_unset(ct.get(), ATTR_ZONE);
     nfct_attr_unset(ct.get(), ATTR_ID);
-    if (nfct_nlmsg_parse(h, ct.get()) < 0 || !toFlow(ct.get(), &f)) return true;
+    nfct_attr_unset(ct.get(), ATTR_STATUS);
+    if (nfct_nlmsg_parse(h, ct.get()) < 0 || !toFlow(ct.get(), proto, &f)) return true;
     // Stopped: the rest of the dump stays in the socket; the caller drops this table.
     return fn(f);
   });

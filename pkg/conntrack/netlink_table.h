@@ -24,7 +24,7 @@ class NetlinkFlowTable : public FlowTable {
   static std::unique_ptr<NetlinkFlowTable> open(std::string* error);
   ~NetlinkFlowTable() override;
 
-  bool dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string* error) override;
+  bool dump(uint8_t family, uint8_t proto, const std::function<bool(const Flow&)>& fn, std::string* error) override;
   size_t destroy(const std::vector<Flow>& flows, std::string* error) override;
   // For tests and the bench: create entries (original tuple, reply tuple, timeout) in batches.
   size_t create(const std::vector<std::pair<Flow, Flow>>& origReply, uint32_t timeoutSeconds, std::string* error);
@@ -34,8 +34,8 @@ class NetlinkFlowTable : public FlowTable {
 
  private:
   NetlinkFlowTable(int dumpFd, int batchFd) : dumpFd_(dumpFd), batchFd_(batchFd) {}
-  bool dumpOnce(uint8_t family, bool protoFilter, const std::function<bool(const Flow&)>& fn, std::string* error,
-                bool* refused);
+  bool dumpOnce(uint8_t family, uint8_t proto, bool protoFilter, const std::function<bool(const Flow&)>& fn,
+                std::string* error, bool* refused);
   size_t sendBatch(uint16_t msgType, uint16_t flags, size_t count,
                    const std::function<bool(size_t, ::nlmsghdr*)>& build, std::string* error);
   int dumpFd_, batchFd_;

@@ -19,10 +19,9 @@ namespace kpn::conntrack {
 class FlowTable {
  public:
   virtual ~FlowTable() = default;
-  // Calls fn for every UDP entry of `family` (AF_INET, AF_INET6) the kernel lets through its
-  // filter (entries of other protocols may still arrive) until fn returns false. fn may call
-  // destroy. False on error.
-  virtual bool dump(uint8_t family, const std::function<bool(const Flow&)>& fn, std::string* error) = 0;
+  // Calls fn for every entry of `family` (AF_INET, AF_INET6) and `proto` (IPPROTO_UDP, _TCP,
+  // _SCTP) until fn returns false. fn may call destroy. False on error.
+  virtual bool dump(uint8_t family, uint8_t proto, const std::function<bool(const Flow&)>& fn, std::string* error) = 0;
   // Deletes these entries; returns how many the kernel deleted (an entry already gone is not an
   // error and not a deletion). Sets *error on a failure of the socket itself.
   virtual size_t destroy(const std::vector<Flow>& flows, std::string* error) = 0;
@@ -36,7 +35,12 @@ struct FamilyResult {
 
 constexpr size_t kDeleteBatch = 256;
 
+// One pass over the entries of one family and protocol: those `stale` picks are deleted.
 // `cancel` (may be null): once true, the pass ends at the next entry (daemon shutdown).
+FamilyResult deleteFlows(FlowTable& table, uint8_t family, uint8_t proto, const std::function<bool(const Flow&)>& stale,
+                         size_t batch = kDeleteBatch, const std::atomic<bool>* cancel = nullptr);
+
+// The UDP reconcile (frontends.h) as one such pass.
 FamilyResult reconcileFamily(FlowTable& table, uint8_t family, const Frontends& frontends, size_t batch = kDeleteBatch,
                              const std::atomic<bool>* cancel = nullptr);
 
