@@ -48,6 +48,8 @@ FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?=
 FUZZ_BOUND    = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
+# FUZZ_FORK=N: libFuzzer's fork mode, N jobs (cores) for one target; -runs counts them all.
+FUZZ_FORK    ?=
 FUZZ_BUILD   := build/fuzz
 FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer $(SANITIZERS)
 # What the targets link against: everything but the HTTP stacks (they pull in cpprest and Beast).
@@ -103,9 +105,9 @@ fuzz: deps $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; $(PYTHON) unit/fuzz/seeds.py $$t $(FUZZ_BUILD)/corpus/$$t; \
 	  GLOG_minloglevel=3 ASAN_OPTIONS=malloc_context_size=0 \
-	  $(FUZZ_BUILD)/$$t $(FUZZ_BOUND) -max_len=4096 -timeout=60 -rss_limit_mb=2048 \
+	  $(FUZZ_BUILD)/$$t $(FUZZ_BOUND) $(if $(FUZZ_FORK),-fork=$(FUZZ_FORK)) -max_len=4096 -timeout=60 -rss_limit_mb=2048 \
 	    -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- -print_final_stats=1 $(FUZZ_BUILD)/corpus/$$t 2>&1 | \
-	    grep -E "^#[0-9]+ +DONE|stat::number_of_executed_units|ERROR|SUMMARY|Done [0-9]+ runs" ; \
+	    grep -E "^#[0-9]+ +DONE|stat::number_of_executed_units|ERROR|SUMMARY|Done [0-9]+ runs|fuzzed for|INFO: exiting" ; \
 	  test $${PIPESTATUS[0]} -eq 0 || { echo "fuzz $$t: FAILED (see $(FUZZ_BUILD)/crash-$$t-*)"; exit 1; }; \
 	done
 
