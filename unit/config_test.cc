@@ -357,6 +357,25 @@ TEST_CASE("config: bytes that are not UTF-8 are refused, not read one way and wr
                                         c));
 }
 
+TEST_CASE("config: yaml-cpp's \\N and \\_ escapes and control characters are refused, not written back as U+FFFD (found by unit/fuzz/kube_proxy_config)") {
+  const std::string head = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n";
+  // yaml-cpp 0.7 decodes "\_" (U+00A0) and "\N" (U+0085) to the single bytes 0xA0 and 0x85;
+  // --write-config-to wrote them back as U+FFFD.
+  for (const char* escape : {"\\_", "\\N"}) {
+    const std::string err = decodeErr(head + "metricsBindAddress: \"" + escape + "10249\"\n");
+    CHECK(err.rfind("does not parse as YAML or JSON: line 3, column 21: a value that decodes to bytes that are not UTF-8", 0) == 0);
+  }
+  // The fuzzer's input: yaml-cpp reads a NUL byte as a backslash, so NUL then "_" was "\_".
+  const std::string found = head + "mode: \"ipvs\"\nmetricsBindAddress: " + std::string(1, '\0') + "_10249\"\n";
+  CHECK(decodeErr(found) == "does not parse as YAML or JSON: line 4, column 21: control characters are not allowed");
+  CHECK(decodeErr(head + "mode: nft\x7f\n") == "does not parse as YAML or JSON: line 3, column 10: control characters are not allowed");
+  CHECK(decodeErr(head + "mode: \xc2\x9b\n").find("control characters are not allowed") != std::string::npos);  // C1 CSI
+  // What YAML allows stays allowed: tabs, CRLF, NEL, other escapes, non-ASCII text.
+  ProxyConfig c;
+  CHECK_FALSE(decodeProxyConfig(head + "mode:\t\"nftables\"\r\nhostnameOverride: \"n\\x41\\u00e9\"\n# \xc2\x85 caf\xc3\xa9\n", c));
+  CHECK(c.hostnameOverride == "nA\xc3\xa9");
+}
+
 TEST_CASE("utf8: the boundaries of well-formed UTF-8") {
   using kpn::api::firstInvalidUtf8;
   CHECK_FALSE(firstInvalidUtf8(""));

@@ -3,7 +3,13 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
 #include <sstream>
+
+#include "pkg/api/utf8.h"
 
 namespace kpn::api {
 namespace {
@@ -26,7 +32,12 @@ class ProgressCheck : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  // yaml-cpp 0.7 decodes the escapes "\N" and "\_" to the single bytes 0x85 and 0xA0, not to
+  // UTF-8 (found by unit/fuzz/kube_proxy_config: --write-config-to then wrote U+FFFD back). A
+  // value that is not UTF-8 after decoding is refused where it starts.
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string& value) override {
+    if (firstInvalidUtf8(value)) throw YAML::ParserException(mark, "a value that decodes to bytes that are not UTF-8 (yaml-cpp's \\N and \\_ escapes)");
+  }
   void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
   void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
@@ -37,9 +48,42 @@ class ProgressCheck : public YAML::EventHandler {
   YAML::Mark last_;
 };
 
+// YAML 1.2's c-printable, as upstream's decoder (go-yaml) enforces it: no C0 control character
+// but tab, LF and CR, no DEL, no C1 control but NEL, not U+FFFE or U+FFFF. yaml-cpp
+// reads a NUL byte as a backslash (found by the same fuzzer: NUL, "_" became the "\_" escape).
+// Bytes that are not UTF-8 are left to the caller (the config decoder refuses them first).
+std::optional<size_t> firstNonPrintable(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) return i;
+      ++i;
+      continue;
+    }
+    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    if (i + len > text.size() || firstInvalidUtf8(std::string_view(text).substr(i, len))) {
+      ++i;
+      continue;
+    }
+    uint32_t cp = c & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+    for (size_t k = 1; k < len; ++k) cp = cp << 6 | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    if ((cp >= 0x80 && cp <= 0x9F && cp != 0x85) || cp == 0xFFFE || cp == 0xFFFF) return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<YAML::Node> loadYamlStream(const std::string& text) {
+  if (auto at = firstNonPrintable(text)) {
+    YAML::Mark mark;
+    mark.pos = static_cast<int>(*at);
+    mark.line = static_cast<int>(std::count(text.begin(), text.begin() + *at, '\n'));
+    const size_t newline = *at == 0 ? std::string::npos : text.rfind('\n', *at - 1);
+    mark.column = static_cast<int>(newline == std::string::npos ? *at : *at - newline - 1);
+    throw YAML::ParserException(mark, "control characters are not allowed");
+  }
   std::istringstream in(text);
   YAML::Parser parser(in);
   ProgressCheck check;
