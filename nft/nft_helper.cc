@@ -38,9 +38,6 @@ Ctx newContext(bool json) {
   return ctx;
 }
 
-// The helper's four contexts, created on first use: commits never list (a list on the
-// committing context would make every later transaction fetch the full ruleset), and checks run
-// on a context of their own that is always a dry run.
 // A failpoint for the e2e suite (e2e/test_42_isolation.py), inherited from the daemon's
 // environment: KPN_FAULT_REFUSE_TEXT makes the helper refuse, as the kernel refuses a transaction,
 // every commit and check whose JSON contains that text (one service's comment, or a family). It
@@ -48,6 +45,9 @@ Ctx newContext(bool json) {
 // purpose in a test namespace. The helper says so on stderr when it starts with it set.
 const char* kRefuseTextVar = "KPN_FAULT_REFUSE_TEXT";
 
+// The helper's four contexts, created on first use: commits never list (a list on the
+// committing context would make every later transaction fetch the full ruleset), and checks run
+// on a context of their own that is always a dry run.
 class Contexts {
  public:
   explicit Contexts(std::string refuseText) : refuseText_(std::move(refuseText)) {}
