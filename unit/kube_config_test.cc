@@ -141,6 +141,30 @@ TEST_CASE("kubeconfig: errors name the problem") {
   CHECK(loadKubeconfig(d.path + "/absent", "", c)->find("cannot read") != std::string::npos);
 }
 
+// yaml-cpp reads a NUL byte as a backslash and decodes "\_" to the lone byte 0xA0: a token read
+// that way is not the token in the file. kubectl's decoder (go-yaml) refuses both; so do we.
+TEST_CASE("kubeconfig: control characters and escapes yaml-cpp mis-decodes are refused, with where") {
+  TempDir d;
+  const std::string head = "current-context: a\ncontexts: [{name: a, context: {cluster: c, user: u}}]\n"
+                           "clusters: [{name: c, cluster: {server: 'https://x'}}]\n";
+  ClientConfig good;
+  REQUIRE_FALSE(parseKubeconfig(head + "users: [{name: u, user: {token: \"abc\\u00e9\"}}]\n", d.path, "", good));
+  CHECK(good.token == "abc\xc3\xa9");
+  for (const std::string& user : {std::string("users: [{name: u, user: {token: \"abc\\_def\"}}]\n"),
+                                  std::string("users: [{name: u, user: {token: \"abc\\Ndef\"}}]\n"),
+                                  std::string("users: [{name: u, user: {token: abc") + '\0' + "_def}}]\n",
+                                  std::string("users: [{name: u, user: {token: abc\x1b" "def}}]\n")}) {
+    CAPTURE(user);
+    ClientConfig c;
+    c.token = "before";
+    auto e = parseKubeconfig(head + user, d.path, "", c);
+    REQUIRE(e);
+    INFO(*e);
+    CHECK(e->find("line 4") != std::string::npos);  // the users line
+    CHECK(c.token == "before");
+  }
+}
+
 TEST_CASE("in-cluster: env host and port (IPv6 bracketed), token file and CA from the service-account folder") {
   TempDir d;
   d.write("token", "sa-token");

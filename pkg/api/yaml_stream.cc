@@ -73,9 +73,7 @@ std::optional<size_t> firstNonPrintable(const std::string& text) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::vector<YAML::Node> loadYamlStream(const std::string& text) {
+void refuseNonPrintable(const std::string& text) {
   if (auto at = firstNonPrintable(text)) {
     YAML::Mark mark;
     mark.pos = static_cast<int>(*at);
@@ -84,12 +82,27 @@ std::vector<YAML::Node> loadYamlStream(const std::string& text) {
     mark.column = static_cast<int>(newline == std::string::npos ? *at : *at - newline - 1);
     throw YAML::ParserException(mark, "control characters are not allowed");
   }
+}
+
+}  // namespace
+
+std::vector<YAML::Node> loadYamlStream(const std::string& text) {
+  refuseNonPrintable(text);
   std::istringstream in(text);
   YAML::Parser parser(in);
   ProgressCheck check;
   while (parser.HandleNextDocument(check)) {
   }
   return YAML::LoadAll(text);
+}
+
+YAML::Node loadYamlDocument(const std::string& text) {
+  refuseNonPrintable(text);
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  ProgressCheck check;
+  parser.HandleNextDocument(check);
+  return YAML::Load(text);
 }
 
 }  // namespace kpn::api

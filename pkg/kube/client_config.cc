@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "pkg/api/yaml_stream.h"
+
 namespace kpn::kube {
 
 std::optional<std::string> readFile(const std::string& path, std::string& out) {
@@ -111,7 +113,7 @@ std::optional<std::string> normaliseServer(const std::string& url, std::string& 
 std::optional<std::string> parseKubeconfig(const std::string& text, const std::string& dir, const std::string& context,
                                            ClientConfig& out) {
   try {
-    YAML::Node root = YAML::Load(text);
+    YAML::Node root = api::loadYamlDocument(text);
     if (!root.IsMap()) return std::string("not a kubeconfig (the document is not a mapping)");
     std::string ctxName = context.empty() ? scalar(root, "current-context") : context;
     if (ctxName.empty()) return std::string("no current-context (and no --kubeconfig-context given)");
