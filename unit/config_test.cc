@@ -2,6 +2,10 @@
 // precedence of upstream's cmd/kube-proxy/app/options.go.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 #include "pkg/api/utf8.h"
 
 #include "pkg/config/command_line.h"
@@ -391,6 +395,21 @@ TEST_CASE("utf8: the boundaries of well-formed UTF-8") {
   CHECK(firstInvalidUtf8("\xf5\x80\x80\x80") == size_t(0));
   CHECK(firstInvalidUtf8("ab\xe2\x82") == size_t(2));          // cut short at the end
   CHECK(firstInvalidUtf8("\xe2\x28\xa1") == size_t(0));       // a bad continuation
+  // The code points themselves, at each sequence length's ends.
+  using kpn::api::decodeUtf8At;
+  const std::string text = "a\xc2\x85\xdf\xbf\xef\xbf\xbe\xf4\x8f\xbf\xbf";
+  const std::vector<std::pair<uint32_t, size_t>> expected = {{'a', 1}, {0x85, 2}, {0x7FF, 2}, {0xFFFE, 3}, {0x10FFFF, 4}};
+  size_t at = 0;
+  for (const auto& [value, length] : expected) {
+    const auto cp = decodeUtf8At(text, at);
+    REQUIRE(cp);
+    CHECK(cp->value == value);
+    CHECK(cp->length == length);
+    at += cp->length;
+  }
+  CHECK(at == text.size());
+  CHECK_FALSE(decodeUtf8At("\xc0\xaf", 0));
+  CHECK_FALSE(decodeUtf8At("ab\xe2\x82", 2));
 }
 
 TEST_CASE("config: validation names the field, the value and the rule") {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -12,5 +13,14 @@ namespace kpn::api {
 // The offset of the first byte that is not part of a well-formed UTF-8 sequence (overlong forms,
 // surrogates and code points above U+10FFFF are not), or nullopt when all of it is.
 std::optional<size_t> firstInvalidUtf8(std::string_view text);
+
+struct CodePoint {
+  uint32_t value;
+  size_t length;  // in bytes, 1 to 4
+};
+
+// The code point whose well-formed UTF-8 sequence starts at text[at], or nullopt when none does
+// (the same rules as firstInvalidUtf8).
+std::optional<CodePoint> decodeUtf8At(std::string_view text, size_t at);
 
 }  // namespace kpn::api

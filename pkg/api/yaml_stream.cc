@@ -54,21 +54,16 @@ class ProgressCheck : public YAML::EventHandler {
 // Bytes that are not UTF-8 are left to the caller (the config decoder refuses them first).
 std::optional<size_t> firstNonPrintable(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) return i;
+    const auto cp = decodeUtf8At(text, i);
+    if (!cp) {
       ++i;
       continue;
     }
-    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-    if (i + len > text.size() || firstInvalidUtf8(std::string_view(text).substr(i, len))) {
-      ++i;
-      continue;
-    }
-    uint32_t cp = c & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
-    for (size_t k = 1; k < len; ++k) cp = cp << 6 | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-    if ((cp >= 0x80 && cp <= 0x9F && cp != 0x85) || cp == 0xFFFE || cp == 0xFFFF) return i;
-    i += len;
+    const uint32_t v = cp->value;
+    if ((v < 0x20 && v != '\t' && v != '\n' && v != '\r') || v == 0x7F || (v >= 0x80 && v <= 0x9F && v != 0x85) ||
+        v == 0xFFFE || v == 0xFFFF)
+      return i;
+    i += cp->length;
   }
   return std::nullopt;
 }
@@ -84,24 +79,26 @@ void refuseNonPrintable(const std::string& text) {
   }
 }
 
-}  // namespace
-
-std::vector<YAML::Node> loadYamlStream(const std::string& text) {
+// The refusals both loaders share, before yaml-cpp builds any node: the bytes first, then an
+// event-only pass over the documents the loader will read.
+void checkYaml(const std::string& text, bool wholeStream) {
   refuseNonPrintable(text);
   std::istringstream in(text);
   YAML::Parser parser(in);
   ProgressCheck check;
-  while (parser.HandleNextDocument(check)) {
+  while (parser.HandleNextDocument(check) && wholeStream) {
   }
+}
+
+}  // namespace
+
+std::vector<YAML::Node> loadYamlStream(const std::string& text) {
+  checkYaml(text, /*wholeStream=*/true);
   return YAML::LoadAll(text);
 }
 
 YAML::Node loadYamlDocument(const std::string& text) {
-  refuseNonPrintable(text);
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  ProgressCheck check;
-  parser.HandleNextDocument(check);
+  checkYaml(text, /*wholeStream=*/false);
   return YAML::Load(text);
 }
 
