@@ -57,7 +57,7 @@ FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc p
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 
-.PHONY: all deps test unit unit-asan e2e chaos demo bench bench-conntrack fuzz image clean
+.PHONY: all deps test unit unit-asan e2e chaos demo bench bench-conntrack bench-http fuzz image clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -161,6 +161,12 @@ bench-conntrack: deps $(BIN) $(BUILD)/conntrack-bench
 bench: deps $(BIN)
 	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
 	$(MAKE) --no-print-directory bench-conntrack
+	$(MAKE) --no-print-directory bench-http
+
+# The health/metrics HTTP server's throughput, threads and fds: a measurement kept among the unit
+# tests (it shares their HTTP client) and skipped there, so it runs here.
+bench-http: deps $(UNIT_BIN)
+	$(UNIT_BIN) --no-skip -tc='http server: measure*'
 
 # The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed), then a
 # check that it starts the binary. KPN_IMAGE_BASE=debootstrap: no registry reachable, the Debian

@@ -306,7 +306,8 @@ TEST_CASE("http server: one loop thread serves every server; 2000 keep-alive req
   CHECK(fdCount() == fds0);
 }
 
-// A measurement, not a check: build/unit-tests --no-skip -tc='*measure*'
+// A measurement, not a check, so skipped in `make test`: `make bench-http` runs it
+// (build/unit-tests --no-skip -tc='http server: measure*').
 // Runs wrk against the server too when wrk is on PATH.
 TEST_CASE("http server: measure throughput, threads and fds" * doctest::skip()) {
   auto snapshot = [] { return "threads=" + std::to_string(threadCount()) + " fds=" + std::to_string(fdCount()); };
