@@ -433,4 +433,19 @@ void applyCommitted(Committed& c, const Ruleset& to, const Plan& plan) {
   }
 }
 
+bool staticDeclarationsListed(const Ruleset& skeleton, const std::vector<ListedTable>& listed,
+                              const std::set<Family>& families) {
+  for (size_t i = 0; i < skeleton.tables.size(); ++i) {
+    const Table& t = skeleton.tables[i];
+    if (!families.count(t.family)) continue;
+    if (i >= listed.size() || !listed[i].exists) return false;
+    for (const SetDecl& d : t.sets) {
+      if (d.typeofSpec.empty()) continue;  // declared in the sync's own JSON transaction
+      auto ls = listed[i].sets.find(d.name);
+      if (ls == listed[i].sets.end() || !sameDeclaration(ls->second, d)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace kpn::nft

@@ -78,6 +78,13 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
 Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to);
 Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to);
 
+// Whether the listed tables (aligned with skeleton.tables) already hold what the start-up
+// declarations make (staticDeclarationsText): each table of a family in `families`, with each of
+// its typeof maps and data-path sets, as a reconcile would keep them. Then declaring them again
+// would change nothing but the generation.
+bool staticDeclarationsListed(const Ruleset& skeleton, const std::vector<ListedTable>& listed,
+                              const std::set<Family>& families);
+
 // After a successful commit of plan: `to` becomes the committed state.
 void applyCommitted(Committed& c, const Ruleset& to, const Plan& plan);
 

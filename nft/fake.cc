@@ -142,8 +142,10 @@ RunResult FakeRunner::commit(const Transaction& txn) {
   if (!r.ok) return r;
   tables = std::move(next);
   ++commits;
-  ++gen;
-  return {};
+  RunResult done;
+  done.generation = ++gen;
+  noteChange(gen - 1, gen);
+  return done;
 }
 
 std::optional<uint32_t> FakeRunner::generation(std::string* error) {
@@ -182,13 +184,18 @@ RunResult FakeRunner::probeFamily(Family f) {
   return {};
 }
 
+// As the kernel: a transaction of `add` commands, a new generation even when everything existed.
 RunResult FakeRunner::declareStatic(const Ruleset& rs) {
   for (const Table& t : rs.tables) {
     FakeTable& ft = tables[tableKey(t.family, t.name)];
     for (const SetDecl& d : t.sets)
       if (!d.typeofSpec.empty() && !ft.sets.count(d.name)) ft.sets[d.name].decl = d;
   }
-  return {};
+  ++declarations;
+  RunResult done;
+  done.generation = ++gen;
+  noteChange(gen - 1, gen);
+  return done;
 }
 
 RunResult FakeRunner::list(Family f, const std::string& table, ListedTable* out) {

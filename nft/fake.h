@@ -23,6 +23,7 @@ class FakeRunner : public Runner {
   std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables, std::string* error) override;
 
   int commits = 0;         // successful non-empty commits
+  int declarations = 0;    // declareStatic() calls (each one a transaction of its own)
   size_t lastOps = 0;      // operations in the last commit attempt
   bool failNext = false;   // the next commit fails as a kernel rejection would
   bool failAlways = false; // every commit fails so, until cleared

@@ -133,7 +133,6 @@ bool SupervisedHelper::start(std::string* error) {
     return false;
   }
   pid_ = pid;
-  recent_[static_cast<size_t>(starts_) % kRecentPids] = pid;
   fd_ = sv[0];
   ++starts_;
   return true;
@@ -179,13 +178,6 @@ std::optional<std::string> SupervisedHelper::call(const std::string& request, st
   if (sent && readFrame(fd_, &answer, SIZE_MAX)) return answer;
   *error = stop(false);  // EOF or a broken frame: it died (or was about to)
   return std::nullopt;
-}
-
-bool SupervisedHelper::startedRecently(pid_t pid) const {
-  if (pid <= 0) return false;
-  for (pid_t p : recent_)
-    if (p == pid) return true;
-  return false;
 }
 
 }  // namespace kpn::nft

@@ -42,9 +42,6 @@ class SupervisedHelper {
 
   pid_t pid() const { return pid_; }  // 0 while none runs
   int starts() const { return starts_; }
-  // Whether `pid` is one of the last few children this helper started (the one running or one
-  // recycled since): their commits' nftables events arrive after they may have gone.
-  bool startedRecently(pid_t pid) const;
 
  private:
   bool start(std::string* error);
@@ -57,8 +54,6 @@ class SupervisedHelper {
   std::vector<std::string> argv_;
   std::chrono::milliseconds timeout_;
   pid_t pid_ = 0;
-  static constexpr size_t kRecentPids = 8;
-  pid_t recent_[kRecentPids] = {};  // a ring of the children started last
   int fd_ = -1;
   int starts_ = 0;
 };

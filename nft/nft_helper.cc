@@ -101,6 +101,18 @@ class Contexts {
   std::string refuseText_;
 };
 
+constexpr const char* kParentArg = "parent:";
+
+bool parseParentArg(const char* arg, pid_t* out) {
+  size_t n = std::strlen(kParentArg);
+  if (std::strncmp(arg, kParentArg, n) != 0) return false;
+  char* end = nullptr;
+  long v = std::strtol(arg + n, &end, 10);
+  if (end == arg + n || *end != '\0' || v <= 0 || v > INT32_MAX) return false;
+  *out = static_cast<pid_t>(v);
+  return true;
+}
+
 bool parseScopeArg(const std::string& arg, ScopedTable* out) {
   auto colon = arg.find(':');
   if (colon == std::string::npos) return false;
@@ -112,11 +124,15 @@ bool parseScopeArg(const std::string& arg, ScopedTable* out) {
   return !out->name.empty();
 }
 
-int serve(const std::vector<ScopedTable>& scope) {
+int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
   // Alone with its socket: no inherited listening sockets or connections of the daemon.
   ::close_range(kFd + 1, ~0U, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() == 1) return 1;  // the parent is already gone
+  // The daemon may have died before the line above: then this process was handed to a reaper and
+  // the death signal will never come. The daemon's PID, as it read it itself, tells: helper and
+  // daemon share a PID namespace, so this holds in any of them, the daemon being PID 1 of a
+  // container's included (a test of "is my parent PID 1" made every helper there exit).
+  if (getppid() != daemon) return 1;
   rlimit noCore{0, 0};
   setrlimit(RLIMIT_CORE, &noCore);
   setCacheScope(scope);
@@ -176,16 +192,22 @@ std::optional<NftAnswer> decodeNftAnswer(const std::string& frame) {
   return a;
 }
 
-std::vector<std::string> nftHelperArgv(const std::string& exe, const std::vector<std::pair<Family, std::string>>& tables) {
-  std::vector<std::string> argv{exe, kNftHelperSubcommand};
+std::vector<std::string> nftHelperArgv(const std::string& exe, pid_t daemon,
+                                       const std::vector<std::pair<Family, std::string>>& tables) {
+  std::vector<std::string> argv{exe, kNftHelperSubcommand, std::string(kParentArg) + std::to_string(daemon)};
   for (const auto& [f, name] : tables) argv.push_back(std::string(familyName(f)) + ":" + name);
   return argv;
 }
 
 std::optional<int> runNftHelperIfAsked(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], kNftHelperSubcommand) != 0) return std::nullopt;
+  pid_t daemon = 0;
+  if (argc < 3 || !parseParentArg(argv[2], &daemon)) {
+    std::fprintf(stderr, "nft helper: the first argument must be %sPID (the daemon's)\n", kParentArg);
+    return 2;
+  }
   std::vector<ScopedTable> scope;
-  for (int i = 2; i < argc; ++i) {
+  for (int i = 3; i < argc; ++i) {
     ScopedTable t;
     if (!parseScopeArg(argv[i], &t)) {
       std::fprintf(stderr, "nft helper: bad table argument %s (want ip:NAME or ip6:NAME)\n", argv[i]);
@@ -193,7 +215,7 @@ std::optional<int> runNftHelperIfAsked(int argc, char** argv) {
     }
     scope.push_back(t);
   }
-  return serve(scope);
+  return serve(daemon, scope);
 }
 
 }  // namespace kpn::nft

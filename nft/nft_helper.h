@@ -6,6 +6,8 @@
 // node must not fill its disk with cores).
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,8 +37,10 @@ bool decodeNftRequest(const std::string& frame, NftOp* op, std::string* buffer);
 std::string encodeNftAnswer(const NftAnswer& a);
 std::optional<NftAnswer> decodeNftAnswer(const std::string& frame);
 
-// The command line that starts the helper from `exe` with `tables` as its cache scope.
-std::vector<std::string> nftHelperArgv(const std::string& exe, const std::vector<std::pair<Family, std::string>>& tables);
+// The command line that starts the helper from `exe`, as the child of process `daemon` (its PID
+// as the daemon reads it: getpid()), with `tables` as its cache scope.
+std::vector<std::string> nftHelperArgv(const std::string& exe, pid_t daemon,
+                                       const std::vector<std::pair<Family, std::string>>& tables);
 
 // For main(): when argv names the helper subcommand, serves requests on fd 3 until EOF and returns
 // the exit status; nullopt otherwise (a normal start).

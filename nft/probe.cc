@@ -1,11 +1,11 @@
 #include "nft/probe.h"
 
-#include <nftables/libnftables.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -44,6 +44,12 @@ rapidjson::Value tableCommand(const char* verb, const char* family, const std::s
   t.AddMember("table", body, a);
   cmd.AddMember(rapidjson::StringRef(verb), t, a);
   return cmd;
+}
+
+std::string oneLine(std::string s) {
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return s;
 }
 
 }  // namespace
@@ -97,35 +103,33 @@ std::string scratchTableName() {
   return "kube-proxy-nft-probe-" + std::to_string(getpid()) + "-" + std::string(suffix, 8);
 }
 
-std::string probeTransactionJson(const std::string& table, const std::vector<Requirement>& reqs) {
+std::string probeTransactionJson(const std::string& table, const std::vector<Requirement>& reqs, Family f) {
   rapidjson::Document doc(rapidjson::kObjectType);
   auto& a = doc.GetAllocator();
   rapidjson::Value cmds(rapidjson::kArrayType);
-  struct FamilyValues {
-    const char* family;
-    const char* addr;
-    const char* addrType;
-  };
-  const FamilyValues families[] = {{"ip", "192.0.2.1", "ipv4_addr"}, {"ip6", "2001:db8::1", "ipv6_addr"}};
-  for (const FamilyValues& f : families) {
-    std::map<std::string, std::string> values = {
-        {"@FAMILY", f.family}, {"@TABLE", table}, {"@ADDR", f.addr}, {"@ADDRTYPE", f.addrType}};
-    cmds.PushBack(tableCommand("add", f.family, table, a), a);
+  const bool v4 = f == Family::IPv4;
+  const char* family = familyName(f);
+  std::map<std::string, std::string> values = {{"@FAMILY", family},
+                                               {"@TABLE", table},
+                                               {"@ADDR", v4 ? "192.0.2.1" : "2001:db8::1"},
+                                               {"@ADDRTYPE", v4 ? "ipv4_addr" : "ipv6_addr"}};
+  cmds.PushBack(tableCommand("add", family, table, a), a);
+  if (!reqs.empty()) {
     // Every requirement but the first two uses the filter chain: declare it once.
     rapidjson::Document chain(&a);
     chain.Parse(kFilterChain);
     fill(chain, values, a);
     cmds.PushBack(rapidjson::Value(chain, a), a);
-    for (const Requirement& r : reqs) {
-      if (r.name == "nf_tables") continue;  // the table and the filter chain are it
-      rapidjson::Document part(&a);
-      part.Parse(r.commandsJson.c_str());
-      if (part.HasParseError() || !part.IsArray()) continue;  // our own text: a unit test parses each
-      fill(part, values, a);
-      for (auto& c : part.GetArray()) cmds.PushBack(rapidjson::Value(c, a), a);
-    }
   }
-  for (const FamilyValues& f : families) cmds.PushBack(tableCommand("delete", f.family, table, a), a);
+  for (const Requirement& r : reqs) {
+    if (r.name == "nf_tables") continue;  // the table and the filter chain are it
+    rapidjson::Document part(&a);
+    part.Parse(r.commandsJson.c_str());
+    if (part.HasParseError() || !part.IsArray()) continue;  // our own text: a unit test parses each
+    fill(part, values, a);
+    for (auto& c : part.GetArray()) cmds.PushBack(rapidjson::Value(c, a), a);
+  }
+  cmds.PushBack(tableCommand("delete", family, table, a), a);
   doc.AddMember("nftables", cmds, a);
   rapidjson::StringBuffer sb;
   rapidjson::Writer<rapidjson::StringBuffer> w(sb);
@@ -134,46 +138,49 @@ std::string probeTransactionJson(const std::string& table, const std::vector<Req
 }
 
 std::string ProbeResult::line() const {
-  std::string s = "start-up probe: the kernel lacks what the ruleset needs: ";
+  std::string s;
+  if (families.empty()) {
+    s = "start-up probe: the kernel runs nftables for no family: ";
+    for (size_t i = 0; i < unavailable.size(); ++i) s += (i ? ", " : "") + unavailable[i];
+    return oneLine(s);
+  }
+  s = "start-up probe: the kernel lacks what the ruleset needs: ";
   for (size_t i = 0; i < missing.size(); ++i) s += (i ? ", " : "") + missing[i];
   if (!error.empty()) s += " (libnftables: " + error + ")";
-  for (char& c : s)
-    if (c == '\n') c = ' ';
-  return s;
+  return oneLine(s);
 }
 
 ProbeResult probeKernel(const std::vector<Requirement>& reqs, const std::string& table, const RunJson& run) {
   ProbeResult out;
-  RunResult all = run(probeTransactionJson(table, reqs));
-  if (all.ok) return out;
-  out.ok = false;
-  for (const Requirement& r : reqs) {
-    RunResult one = run(probeTransactionJson(table, {r}));
-    if (one.ok) continue;
-    out.missing.push_back(r.name + " (" + r.modules + ")");
-    if (out.error.empty()) out.error = one.error;
+  for (Family f : {Family::IPv4, Family::IPv6}) {
+    RunResult all = run(probeTransactionJson(table, reqs, f));
+    if (all.ok) {
+      out.families.push_back(f);
+      continue;
+    }
+    RunResult bare = run(probeTransactionJson(table, {}, f));
+    if (!bare.ok) {
+      out.unavailable.push_back(std::string(familyName(f)) + " (libnftables: " + oneLine(bare.error) + ")");
+      continue;
+    }
+    out.families.push_back(f);
+    out.ok = false;
+    bool named = false;
+    for (const Requirement& r : reqs) {
+      RunResult one = run(probeTransactionJson(table, {r}, f));
+      if (one.ok) continue;
+      named = true;
+      std::string name = r.name + " (" + r.modules + ")";
+      if (std::find(out.missing.begin(), out.missing.end(), name) == out.missing.end()) out.missing.push_back(name);
+      if (out.error.empty()) out.error = one.error;
+    }
+    if (!named) {  // only the combination fails: say so rather than name nothing
+      out.missing.push_back("the requirements together");
+      if (out.error.empty()) out.error = all.error;
+    }
   }
-  if (out.missing.empty()) {  // only the combination fails: say so rather than name nothing
-    out.missing.push_back("the requirements together");
-    out.error = all.error;
-  }
+  if (out.families.empty()) out.ok = false;
   return out;
-}
-
-RunResult runJsonOnce(const std::string& json) {
-  std::unique_ptr<nft_ctx, void (*)(nft_ctx*)> ctx(nft_ctx_new(NFT_CTX_DEFAULT), nft_ctx_free);
-  if (!ctx) return {false, "nft_ctx_new failed"};
-  nft_ctx_output_set_flags(ctx.get(), NFT_CTX_OUTPUT_JSON);
-  nft_ctx_buffer_output(ctx.get());
-  nft_ctx_buffer_error(ctx.get());
-  RunResult r;
-  r.ok = nft_run_cmd_from_buffer(ctx.get(), json.c_str()) == 0;
-  if (!r.ok) {
-    const char* err = nft_ctx_get_error_buffer(ctx.get());
-    r.error = err ? err : "unknown libnftables error";
-    while (!r.error.empty() && (r.error.back() == '\n' || r.error.back() == ' ')) r.error.pop_back();
-  }
-  return r;
 }
 
 }  // namespace kpn::nft

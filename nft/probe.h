@@ -32,23 +32,26 @@ Requirement fakeRequirement(const std::string& name);
 // "kube-proxy-nft-probe-<pid>-<random>".
 std::string scratchTableName();
 
-// One transaction: add the scratch table in ip and ip6, the requirements' objects, delete both.
-std::string probeTransactionJson(const std::string& table, const std::vector<Requirement>& reqs);
+// One transaction for family f: add the scratch table, the requirements' objects, delete it.
+// No requirement: the table alone (does the kernel run nftables for f at all?).
+std::string probeTransactionJson(const std::string& table, const std::vector<Requirement>& reqs, Family f);
 
 struct ProbeResult {
   bool ok = true;
-  std::vector<std::string> missing;  // "numgen (nft_numgen)"
-  std::string error;                 // libnftables' text for the first missing one
-  std::string line() const;          // the one line to print on failure
+  std::vector<Family> families;         // the families the kernel runs nftables for
+  std::vector<std::string> unavailable;  // the others: "ip6 (libnftables: ...)"
+  std::vector<std::string> missing;      // "numgen (nft_numgen)"
+  std::string error;                     // libnftables' text for the first missing one
+  std::string line() const;              // the one line to print on failure
 };
 
 using RunJson = std::function<RunResult(const std::string& json)>;
 
-// All requirements in one transaction; when that fails, one transaction per requirement to name
-// each missing one.
+// Each family on its own, as upstream runs single-stack where a family's nftables is missing
+// (`ipv6.disable=1`, a kernel without nf_tables IPv6): all requirements in one transaction; when
+// that fails, the scratch table alone tells a family the kernel does not run (left out) from a
+// requirement it lacks, and then one transaction per requirement names each missing one. ok when
+// at least one family runs and every family that runs has every requirement.
 ProbeResult probeKernel(const std::vector<Requirement>& reqs, const std::string& table, const RunJson& run);
-
-// A libnftables context of its own (JSON), for the probe only.
-RunResult runJsonOnce(const std::string& json);
 
 }  // namespace kpn::nft

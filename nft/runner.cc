@@ -1,6 +1,7 @@
 #include "nft/runner.h"
 
 #include <glog/logging.h>
+#include <unistd.h>
 
 namespace kpn::nft {
 
@@ -17,8 +18,9 @@ std::vector<std::pair<Family, std::string>> iptablesNftTables() {
 }  // namespace
 
 NftRunner::NftRunner(NftRunnerOptions options)
-    : helper_(nftHelperArgv(options.executable, options.tables), options.callTimeout),
-      iptablesHelper_(nftHelperArgv(options.executable, iptablesNftTables()), options.callTimeout) {}
+    : options_(options),
+      helper_(nftHelperArgv(options.executable, getpid(), options.tables), options.callTimeout),
+      iptablesHelper_(nftHelperArgv(options.executable, getpid(), iptablesNftTables()), options.callTimeout) {}
 NftRunner::~NftRunner() = default;
 
 RunResult NftRunner::run(NftOp op, const std::string& buf, std::string* output) {
@@ -41,17 +43,35 @@ RunResult NftRunner::runOn(SupervisedHelper& helper, NftOp op, const std::string
   return {answer->ok, std::move(answer->error)};
 }
 
+RunResult NftRunner::change(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output) {
+  std::string error;
+  std::optional<uint32_t> before = readGeneration(&error);
+  RunResult r = runOn(helper, op, buf, output);
+  r.generation = readGeneration(&error);
+  if (r.ok) noteChange(before, r.generation);
+  return r;
+}
+
 // A helper of its own, scoped to the iptables-nft tables: the main helper's libnftables sees only
 // our tables, so those would look absent through it. Its listing context holds their full cache,
 // which only this rare call pays.
 RunResult NftRunner::runJson(const std::string& json, std::string* output) {
-  return runOn(iptablesHelper_, NftOp::List, json, output);
+  return change(iptablesHelper_, NftOp::List, json, output);
+}
+
+RunResult NftRunner::commitScratch(const std::string& table, const std::string& json) {
+  if (!scratchHelper_ || scratchTable_ != table) {
+    scratchTable_ = table;
+    scratchHelper_ = std::make_unique<SupervisedHelper>(
+        nftHelperArgv(options_.executable, getpid(), {{Family::IPv4, table}, {Family::IPv6, table}}), options_.callTimeout);
+  }
+  return change(*scratchHelper_, NftOp::Commit, json);
 }
 
 RunResult NftRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
   std::string json = txn.toJson();
-  RunResult r = run(NftOp::Commit, json);
+  RunResult r = change(helper_, NftOp::Commit, json);
   r.bytes = json.size();
   if (txn.size() > kRecycleAfterOps) helper_.renew();
   return r;
@@ -80,7 +100,7 @@ std::string staticDeclarationsText(const Ruleset& rs) {
   return text;
 }
 
-RunResult NftRunner::declareStatic(const Ruleset& rs) { return run(NftOp::Native, staticDeclarationsText(rs)); }
+RunResult NftRunner::declareStatic(const Ruleset& rs) { return change(helper_, NftOp::Native, staticDeclarationsText(rs)); }
 
 RunResult NftRunner::list(Family f, const std::string& table, ListedTable* out) {
   *out = ListedTable{};
@@ -105,7 +125,7 @@ RunResult NftRunner::list(Family f, const std::string& table, ListedTable* out) 
 }
 
 RunResult NftRunner::deleteTable(Family f, const std::string& table) {
-  RunResult r = run(NftOp::Native, std::string("delete table ") + familyName(f) + " " + table);
+  RunResult r = change(helper_, NftOp::Native, std::string("delete table ") + familyName(f) + " " + table);
   if (!r.ok && r.error.find("No such file or directory") != std::string::npos) return {};  // absent: fine
   return r;
 }

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +24,9 @@ struct RunResult {
   bool ok = true;
   std::string error;  // libnftables' error text; it does not say which command failed
   size_t bytes = 0;   // commit: the size of the JSON sent to libnftables
+  // After a call that changes the kernel: the ruleset generation read just after it (nullopt when
+  // it could not be read, or nothing was sent).
+  std::optional<uint32_t> generation = std::nullopt;
 };
 
 // What the syncer needs from "the kernel"; the fake implements it for tests.
@@ -46,6 +52,22 @@ class Runner {
   virtual std::optional<uint32_t> generation(std::string* error) = 0;
   virtual std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables,
                                                                     std::string* error) = 0;
+
+  // Told the generation of each change this runner made, whenever that is certain: the generation
+  // read just before the call and just after it moved by exactly one. This is how the table monitor
+  // tells our commits' nftables events from anyone else's. An event names the committing process
+  // by its PID in the kernel's initial PID namespace, which a daemon in a container cannot match
+  // with the PIDs it sees; the generation is the same number in every namespace.
+  void onOwnCommit(std::function<void(uint32_t generation)> note) { ownCommit_ = std::move(note); }
+
+ protected:
+  // For implementations: report a change as ours when `before` and `after` say it was.
+  void noteChange(std::optional<uint32_t> before, std::optional<uint32_t> after) const {
+    if (ownCommit_ && before && after && *after == *before + 1) ownCommit_(*after);
+  }
+
+ private:
+  std::function<void(uint32_t)> ownCommit_;
 };
 
 // libnftables in a supervised helper process (nft_helper.h): a crash or exit() inside it fails one
@@ -81,10 +103,14 @@ class NftRunner : public Runner {
   // Ends the iptables-nft helper (and the cache it built) once a cleanup is over.
   void releaseIptablesHelper() { iptablesHelper_.recycle(); }
 
+  // A JSON transaction on the start-up probe's scratch table (nft/probe.h), in a helper of its
+  // own whose libnftables sees only that table: the probe adds rules, and libnftables 1.0.6 reads
+  // every table of the namespace for those (../docs/architecture.md: other agents' tables). The
+  // helper lives until endScratch() or a call for another table.
+  RunResult commitScratch(const std::string& table, const std::string& json);
+  void endScratch() { scratchHelper_.reset(); }
+
   int helperStarts() const { return helper_.starts(); }  // how many helpers ran so far
-  // Whether a commit by process `pid` was ours (a helper this runner started; nftables events
-  // name the committing process). Call from the thread that makes the runner's calls.
-  bool committedBy(pid_t pid) const { return helper_.startedRecently(pid) || iptablesHelper_.startedRecently(pid); }
 
  private:
   // After a commit this big the helper is recycled: libnftables keeps what it built (~13 MiB in
@@ -92,8 +118,13 @@ class NftRunner : public Runner {
   static constexpr size_t kRecycleAfterOps = 10000;
   RunResult run(NftOp op, const std::string& buf, std::string* output = nullptr);
   RunResult runOn(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output);
+  // runOn for a call that changes the kernel: the generation is read before and after it.
+  RunResult change(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output = nullptr);
+  NftRunnerOptions options_;
   SupervisedHelper helper_;
   SupervisedHelper iptablesHelper_;  // runJson: the iptables-nft tables only, started on first use
+  std::string scratchTable_;
+  std::unique_ptr<SupervisedHelper> scratchHelper_;  // commitScratch's, for scratchTable_
 };
 
 // The native text of the start-up declarations (table + typeof maps) of a ruleset.

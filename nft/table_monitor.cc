@@ -25,16 +25,9 @@ int nfprotoOf(Family f) { return f == Family::IPv4 ? NFPROTO_IPV4 : NFPROTO_IPV6
 // NFTA_RULE_TABLE, NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE, NFTA_FLOWTABLE_TABLE) is the table.
 constexpr int kTableAttr = 1;
 
-// The generation event names the thread that committed (0 when it does not say).
-uint32_t committerOf(const nlmsghdr* h) {
-  const nlattr* pid = nfnl::findAttr(h, NFTA_GEN_PROC_PID);
-  return pid ? nfnl::be32Attr(pid) : 0;
-}
-
 }  // namespace
 
-TableMonitor::TableMonitor(std::set<std::pair<Family, std::string>> tables, OwnCommitter ownCommitter)
-    : ownCommitter_(std::move(ownCommitter)), tables_(std::move(tables)) {
+TableMonitor::TableMonitor(std::set<std::pair<Family, std::string>> tables) : tables_(std::move(tables)) {
   fd_ = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "netlink socket");
   sockaddr_nl sa{};
@@ -66,13 +59,14 @@ bool onlyOwnCommitsSince(uint32_t accounted, uint32_t now, const std::set<uint32
 
 void TableMonitor::noteOwnCommit(uint32_t generation) {
   if (!accounted_ || generation > *accounted_) ownGenerations_.insert(generation);
+  if (ownGenerations_.size() > kMaxOwn) ownGenerations_.erase(ownGenerations_.begin());
 }
 
-std::unique_ptr<TableMonitor> TableMonitor::forTablesOf(const Ruleset& rs, OwnCommitter ownCommitter) {
+std::unique_ptr<TableMonitor> TableMonitor::forTablesOf(const Ruleset& rs) {
   std::set<std::pair<Family, std::string>> tables;
   for (const Table& t : rs.tables) tables.emplace(t.family, t.name);
   try {
-    return std::make_unique<TableMonitor>(std::move(tables), std::move(ownCommitter));
+    return std::make_unique<TableMonitor>(std::move(tables));
   } catch (const std::system_error& e) {
     LOG(WARNING) << e.what() << ": outside changes to our tables are repaired by periodic syncs only";
     return nullptr;
@@ -87,13 +81,6 @@ bool TableMonitor::ours(int family, const std::string& table) const {
   for (const auto& [f, name] : tables_)
     if (nfprotoOf(f) == family && name == table) return true;
   return false;
-}
-
-bool TableMonitor::committedByUs(uint32_t pid) const {
-  if (pid == 0) return false;
-  if (ownCommitter_ && ownCommitter_(pid)) return true;
-  std::string task = "/proc/self/task/" + std::to_string(pid);
-  return access(task.c_str(), F_OK) == 0;
 }
 
 bool TableMonitor::drain() {
@@ -114,10 +101,10 @@ bool TableMonitor::drain() {
       if ((h->nlmsg_type >> 8) != NFNL_SUBSYS_NFTABLES) continue;
       int msg = h->nlmsg_type & 0xff;
       if (msg == NFT_MSG_NEWGEN) {
-        if (batchTouchesOurs_ && !committedByUs(committerOf(h))) damaged = true;
-        batchTouchesOurs_ = false;
         const nlattr* id = nfnl::findAttr(h, NFTA_GEN_ID);
         uint32_t gen = id ? nfnl::be32Attr(id) : 0;
+        if (batchTouchesOurs_ && !(id && ownGenerations_.count(gen))) damaged = true;
+        batchTouchesOurs_ = false;
         if (accounted_ && gen == *accounted_ + 1) accounted_ = gen;
         else if (accounted_ && gen > *accounted_) lost = true;  // a generation without its event
         continue;

@@ -1,9 +1,11 @@
 // Listens to the kernel's nftables change events (NFNLGRP_NFTABLES on a plain netlink socket)
 // and says when someone else changed one of our tables: `nft flush ruleset`, a reload of the
 // distribution's nftables service, an operator's edit. Our own commits are recognised by the
-// process that made them (the generation event names it: a thread of ours, or our libnftables
-// helper process) and ignored. Kubernetes-free; the loop polls fd() and asks drain() when it is
-// readable.
+// ruleset generation each of them produced (the runner reads it before and after each change and
+// tells noteOwnCommit), never by the process the kernel names: it names it by its PID in the
+// initial PID namespace, which a daemon in a container (PID 1 of its own namespace, or below an
+// init) cannot match with the PIDs it sees. Kubernetes-free; the loop polls fd() and asks drain()
+// when it is readable.
 //
 // A commit of ours with many objects (a cold sync at 10k services is ~120k element events) overflows
 // any socket buffer, and the kernel drops events. Lost events are not damage by themselves: the
@@ -14,7 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -27,12 +28,10 @@ namespace kpn::nft {
 
 class TableMonitor {
  public:
-  // Whether the process with this id committed for us (besides this process's own threads).
-  using OwnCommitter = std::function<bool(uint32_t pid)>;
   // `tables`: (family, name) of our tables. Throws std::system_error when the socket fails.
-  explicit TableMonitor(std::set<std::pair<Family, std::string>> tables, OwnCommitter ownCommitter = nullptr);
+  explicit TableMonitor(std::set<std::pair<Family, std::string>> tables);
   // The tables of `rs`; nullptr (with a warning) when the kernel will not let us listen.
-  static std::unique_ptr<TableMonitor> forTablesOf(const Ruleset& rs, OwnCommitter ownCommitter = nullptr);
+  static std::unique_ptr<TableMonitor> forTablesOf(const Ruleset& rs);
   ~TableMonitor();
   TableMonitor(const TableMonitor&) = delete;
   TableMonitor& operator=(const TableMonitor&) = delete;
@@ -41,21 +40,21 @@ class TableMonitor {
   // Reads every pending event; true if a transaction of another process touched one of our
   // tables, or events were lost while a commit that is not ours happened (so that it may have).
   bool drain();
-  // The kernel generation our commit produced (read before and after it: exactly one more), so
-  // that events lost in its storm are known to be ours.
+  // The kernel generation a change of ours produced (read before and after it: exactly one more):
+  // its events, and events lost in its storm, are ours. Call before drain() reads its events (the
+  // loop does: changes and drains happen on its thread).
   void noteOwnCommit(uint32_t generation);
 
  private:
   bool ours(int family, const std::string& table) const;
-  bool committedByUs(uint32_t pid) const;
   int fd_ = -1;
-  OwnCommitter ownCommitter_;
   std::set<std::pair<Family, std::string>> tables_;
   bool batchTouchesOurs_ = false;  // since the last generation event
   // Every commit up to this generation was seen whole in events (or verified after a loss);
   // nullopt: unknown, so any loss is treated as damage.
   std::optional<uint32_t> accounted_;
-  std::set<uint32_t> ownGenerations_;  // above accounted_
+  std::set<uint32_t> ownGenerations_;  // above accounted_ (the last kMaxOwn while it is unknown)
+  static constexpr size_t kMaxOwn = 1024;
 };
 
 // Whether every generation in (accounted, now] is one of `own`: then the events lost in that

@@ -276,7 +276,7 @@ TEST_CASE("syncer: a sync with changes to make does not read the fingerprint fir
   auto s = syncer.sync(st);
   REQUIRE(s.ok);
   CHECK_FALSE(s.full);
-  CHECK(kernel.fingerprintReads == reads + 1);  // only the one taken after the commit
+  CHECK(kernel.fingerprintReads == reads);  // none: the commit's result carries the generation after it
 }
 
 // Outside damage (the table monitor's report, or a fingerprint mismatch) is repaired against a
@@ -319,21 +319,67 @@ TEST_CASE("syncer: a repair after outside damage changes only what differs from 
   CHECK(kernel.tables["ip kube-proxy"].sets[setName].elements == intact);
 }
 
-TEST_CASE("syncer: each commit reports the generation it made; a sync without operations reports none") {
+TEST_CASE("syncer: each change reports the generation it made; a sync without operations reports none") {
   render::Renderer renderer(isolationConfig());
   nft::FakeRunner kernel;
   sync::Syncer syncer(renderer, kernel);
   std::vector<uint32_t> own;
-  syncer.onOwnCommit([&own](uint32_t g) { own.push_back(g); });
+  kernel.onOwnCommit([&own](uint32_t g) { own.push_back(g); });
   state::ClusterState st;
   st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
   REQUIRE(syncer.sync(st).ok);
-  REQUIRE(own.size() == 1);
+  REQUIRE(own.size() == 2);  // the start-up declarations, then the rules
+  CHECK(own.front() + 1 == own.back());
   CHECK(own.back() == kernel.gen);
   REQUIRE(syncer.sync(st).ok);  // nothing to do: nothing committed
-  CHECK(own.size() == 1);
+  CHECK(own.size() == 2);
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
   REQUIRE(syncer.sync(st).ok);
-  REQUIRE(own.size() == 2);
-  CHECK(own.back() == own.front() + 1);
+  REQUIRE(own.size() == 3);
+  CHECK(own.back() == own[1] + 1);
+}
+
+// A repair or a restart that declared again made a commit of its own each time; in a container
+// the table monitor took it for outside damage and the repair repeated every second (issue 23).
+TEST_CASE("syncer: start-up declarations are made once; a repair or a restart on an intact table commits nothing") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  state::ClusterState st;
+  auto web = service("default", "web", {"10.96.0.10"}, {port("http", 80)});
+  web->sessionAffinity = "ClientIP";  // its data-path set is declared at start-up too
+  st.upsertService(web);
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.1.3"}}));
+  {
+    sync::Syncer syncer(renderer, kernel);
+    REQUIRE(syncer.sync(st).ok);
+    CHECK(kernel.declarations == 1);
+    const uint32_t settled = kernel.gen;
+    syncer.kernelChanged();  // as the table monitor says after an event it cannot account for
+    auto s = syncer.sync(st);
+    REQUIRE(s.ok);
+    CHECK(s.plan == sync::SyncStats::Plan::Reconcile);
+    CHECK(s.ops == 0);
+    CHECK(kernel.declarations == 1);
+    CHECK(kernel.gen == settled);
+  }
+  const uint32_t settled = kernel.gen;
+  render::Renderer restarted(isolationConfig());
+  sync::Syncer syncer(restarted, kernel);
+  auto s = syncer.sync(st);
+  REQUIRE(s.ok);
+  CHECK(s.ops == 0);
+  CHECK(kernel.declarations == 1);
+  CHECK(kernel.gen == settled);
+
+  // A typeof map gone from the kernel: declared again, and only then.
+  std::string typeofMap;
+  for (const nft::Table& t : restarted.skeleton().tables)
+    for (const nft::SetDecl& d : t.sets)
+      if (!d.typeofSpec.empty() && typeofMap.empty()) typeofMap = d.name;
+  REQUIRE_FALSE(typeofMap.empty());
+  REQUIRE(kernel.tables["ip kube-proxy"].sets.erase(typeofMap) == 1);
+  syncer.kernelChanged();
+  REQUIRE(syncer.sync(st).ok);
+  CHECK(kernel.declarations == 2);
+  CHECK(kernel.tables["ip kube-proxy"].sets.count(typeofMap) == 1);
 }

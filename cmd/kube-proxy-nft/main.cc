@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit();
   if (conf.options.cleanup) return runCleanup();
   if (conf.options.initOnly) {  // upstream's --init-only: the privileged start-up steps, then exit
-    auto err = kpn::node::prepareNode(conf);
+    kpn::nft::NftRunner runner;
+    auto err = kpn::node::prepareNode(conf, runner);
     if (err) std::cerr << *err << "\n";
     return err ? 1 : 0;
   }
@@ -142,11 +143,11 @@ int main(int argc, char** argv) {
   }
 
   // Before the first sync: the kernel has what the ruleset needs, then upstream's node settings.
-  if (auto err = kpn::node::prepareNode(conf)) {
+  kpn::nft::NftRunner runner;
+  if (auto err = kpn::node::prepareNode(conf, runner)) {
     std::cerr << *err << "\n";
     return 1;
   }
-  kpn::nft::NftRunner runner;
   kpn::sync::Syncer syncer(renderer, runner);
   kpn::sync::RealClock clock;
   kpn::sync::StateSyncTarget target(clock, state, renderer, syncer, kpn::net::readHostAddresses);
@@ -181,9 +182,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
-  auto monitor = kpn::nft::TableMonitor::forTablesOf(  // repairs outside damage; our helper's commits are ours
-      renderer.skeleton(), [&runner](uint32_t pid) { return runner.committedBy(static_cast<pid_t>(pid)); });
-  if (monitor) syncer.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
+  auto monitor = kpn::nft::TableMonitor::forTablesOf(renderer.skeleton());  // repairs outside damage
+  if (monitor) runner.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
   kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get());
   LOG(INFO) << "signal received; exiting with the ruleset in place";
   return 0;

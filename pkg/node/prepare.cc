@@ -8,11 +8,16 @@
 
 namespace kpn::node {
 
-std::optional<std::string> prepareNode(const config::Loaded& conf) {
+std::optional<std::string> prepareNode(const config::Loaded& conf, nft::NftRunner& runner) {
   std::vector<nft::Requirement> reqs = nft::rulesetRequirements();
   for (const std::string& name : conf.options.probeFakeRequirements) reqs.push_back(nft::fakeRequirement(name));
-  nft::ProbeResult probe = nft::probeKernel(reqs, nft::scratchTableName(), nft::runJsonOnce);
+  const std::string table = nft::scratchTableName();
+  nft::ProbeResult probe =
+      nft::probeKernel(reqs, table, [&](const std::string& json) { return runner.commitScratch(table, json); });
+  runner.endScratch();
   if (!probe.ok) return probe.line();
+  for (const std::string& f : probe.unavailable)
+    LOG(WARNING) << "start-up probe: the kernel runs no nftables for family " << f << "; this node serves the other family only";
   VLOG(1) << "start-up probe: the kernel has all " << reqs.size() << " requirements of the ruleset";
 
   if (auto w = setOomScoreAdj(conf.config.oomScoreAdj)) LOG(WARNING) << *w;

@@ -107,18 +107,14 @@ bool Syncer::listKernel(std::vector<nft::ListedTable>& out) {
   return true;
 }
 
-// The generation is read before and after: when it moved by exactly one, that generation is our
-// commit's, and the table monitor can tell events lost in its storm from someone else's change.
-nft::RunResult Syncer::commitTracked(const nft::Transaction& txn, std::optional<uint32_t>* generationAfter) {
-  generationAfter->reset();
-  if (txn.empty()) return runner_.commit(txn);
-  std::string error;
-  std::optional<uint32_t> before = onOwnCommit_ ? runner_.generation(&error) : std::nullopt;
-  nft::RunResult r = runner_.commit(txn);
-  if (!r.ok) return r;
-  *generationAfter = runner_.generation(&error);
-  if (before && *generationAfter && **generationAfter == *before + 1) onOwnCommit_(**generationAfter);
-  return r;
+bool Syncer::listDeclared(std::vector<nft::ListedTable>& out) {
+  if (!listKernel(out)) return false;
+  const nft::Ruleset& skeleton = renderer_.skeleton();
+  if (nft::staticDeclarationsListed(skeleton, out, families_)) return true;
+  bool allFamilies = families_.size() == skeleton.tables.size();
+  auto decl = runner_.declareStatic(allFamilies ? skeleton : withoutOwners(skeleton, {}, &families_));
+  if (!decl.ok) LOG(ERROR) << "start-up declarations failed: " << decl.error;
+  return listKernel(out);
 }
 
 nft::Plan Syncer::plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
@@ -164,11 +160,8 @@ SyncStats Syncer::sync(state::ClusterState& st) {
 
   std::vector<nft::ListedTable> kernel;
   if (mode_ != Mode::Incremental) {
-    // Declarations nft 1.0.6 JSON cannot express; idempotent, so repeating them is harmless.
-    auto decl = runner_.declareStatic(allFamilies ? renderer_.skeleton() : withoutOwners(renderer_.skeleton(), {}, &families_));
-    if (!decl.ok) LOG(ERROR) << "start-up declarations failed: " << decl.error;
     std::vector<nft::ListedTable> aligned;
-    if (!listKernel(aligned)) {
+    if (!listDeclared(aligned)) {
       changed.merge(st.changedServices);
       st.changedServices.swap(changed);
       return stats;
@@ -210,8 +203,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   stats.ops = p.txn.size();
 
   auto tCommit = std::chrono::steady_clock::now();
-  std::optional<uint32_t> generation;
-  nft::RunResult r = commitTracked(p.txn, &generation);
+  nft::RunResult r = runner_.commit(p.txn);
   std::set<std::string> refused;
   if (!r.ok) {
     ++failures_.rejectedTransactions;
@@ -245,7 +237,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     desired = &filtered;
     p = plan(*desired, kernel, onlyOwners ? &widened : nullptr);
     stats.ops = p.txn.size();
-    r = commitTracked(p.txn, &generation);
+    r = runner_.commit(p.txn);
     if (r.ok) {
       for (const auto& [owner, err] : bad) {
         auto retry = rejected_.reject(owner, std::chrono::steady_clock::now());
@@ -279,7 +271,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     }
   }
   stats.rejectedServices = rejected_.size();
-  if (!p.txn.empty() || !fingerprint_) takeFingerprint(generation);
+  if (!p.txn.empty() || !fingerprint_) takeFingerprint(r.generation);
   // Not `desired == &rendered ? rendered : std::move(filtered)`: that conditional is a prvalue,
   // a copy of the whole rendered ruleset (10k Parts' map: 3.4 ms after every change at 10k).
   nft::applyCommitted(committed_, *desired, p);

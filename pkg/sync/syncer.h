@@ -67,9 +67,6 @@ class Syncer {
   void kernelChanged() {
     if (mode_ == Mode::Incremental) mode_ = Mode::Repair;
   }
-  // Called with the kernel generation each of our commits produced, when it is certain (read
-  // just before and after: exactly one more): the table monitor's lost events are ours then.
-  void onOwnCommit(std::function<void(uint32_t generation)> note) { onOwnCommit_ = std::move(note); }
   // How many syncs found the kernel fingerprint changed under us and went full.
   uint64_t fingerprintMismatches() const { return fingerprintMismatches_; }
   // The families programmed (after the first sync: those the kernel runs nftables for).
@@ -80,10 +77,13 @@ class Syncer {
   // commit failed: what the kernel holds of ours is not known well enough to patch it).
   enum class Mode { Startup, Incremental, Repair, Full };
   bool listKernel(std::vector<nft::ListedTable>& out);
+  // The kernel's tables, aligned with the skeleton's, with the start-up declarations in place:
+  // declared only when the listing lacks them (declaring what exists is still a commit, whose
+  // events would look like outside damage to a monitor that cannot tell it is ours).
+  bool listDeclared(std::vector<nft::ListedTable>& out);
   void probeFamilies();
   std::vector<nft::TableId> ourTables() const;
   void takeFingerprint(std::optional<uint32_t> generation);
-  nft::RunResult commitTracked(const nft::Transaction& txn, std::optional<uint32_t>* generationAfter);
   bool fingerprintDiffers();
   nft::Plan plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
                  const std::set<std::string>* onlyOwners, SyncStats::Plan* how = nullptr) const;
@@ -100,7 +100,6 @@ class Syncer {
   RetryBook rejected_;
   SyncFailureCounts failures_;
   std::function<bool()> afterCommit_;
-  std::function<void(uint32_t)> onOwnCommit_;
 };
 
 }  // namespace kpn::sync
