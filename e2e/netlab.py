@@ -854,3 +854,38 @@ def answers(results):
             own[parts[0]] = own.get(parts[0], 0) + 1
             peers.append(parts[1])
     return own, peers, errs
+
+
+# ---- HTTP and Prometheus text from inside a namespace --------------------------------------------
+
+_HTTP_GET = r"""
+import http.client, json, sys
+host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+try:
+    c = http.client.HTTPConnection(host, port, timeout=5)
+    c.request("GET", path)
+    r = c.getresponse()
+    print(json.dumps({"status": r.status, "body": r.read().decode(), "headers": dict(r.getheaders())}))
+except OSError as e:
+    print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
+"""
+
+
+def http_get(ns, host, port, path):
+    """One HTTP GET from inside namespace `ns`: {"status", "body", "headers"} or {"error"}."""
+    return json.loads(sh([PY, "-c", _HTTP_GET, host, str(port), path], ns=ns).stdout)
+
+
+def metric_sample(text, name, **labels):
+    """The value of the first series `name` whose labels include `labels`, in Prometheus' text
+    format; None when there is none."""
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None
