@@ -36,7 +36,7 @@ FOREIGN_TABLES := $(BUILD)/foreign-tables
 APT_PKGS := g++ make pkg-config nftables libnftables-dev rapidjson-dev libgoogle-glog-dev \
             libgflags-dev doctest-dev libyaml-cpp-dev libcpprest-dev libboost-dev libssl-dev openssl iproute2 conntrack \
             python3 python3-pytest python3-yaml procps systemd prometheus-cpp-dev prometheus iptables libnftnl-dev libmnl-dev clang \
-            libnetfilter-conntrack-dev tini
+            libnetfilter-conntrack-dev tini podman runc debootstrap
 
 # libFuzzer targets (unit/fuzz/*.cc), built with Debian's clang with ASan + UBSan. `make fuzz`
 # runs each for FUZZ_SECONDS from a seed corpus taken from the tests (unit/fuzz/seeds.py); the
@@ -57,7 +57,7 @@ FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc p
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 
-.PHONY: all deps test unit unit-asan e2e chaos demo bench bench-conntrack bench-http fuzz image clean
+.PHONY: all deps test unit unit-asan e2e chaos demo bench bench-conntrack bench-http fuzz image image-test clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -126,15 +126,17 @@ unit-asan: deps
 	$(MAKE) --no-print-directory -j$(NPROC) BUILD=$(ASAN_BUILD) SANITIZE=1 $(ASAN_BUILD)/unit-tests
 	$(ASAN_ENV) $(ASAN_BUILD)/unit-tests
 
-e2e: deps $(BIN) $(FOREIGN_TABLES)
+e2e: deps $(BIN) $(FOREIGN_TABLES) image
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # The README's test command, and CI's. Packages first, then the daemon and the sanitized unit
 # tests, each built in parallel (CI calls plain `make test`); the unit tests run under ASan +
-# UBSan + LSan (no root), then the real-kernel scenarios; pytest's summary line ends the run.
+# UBSan + LSan (no root), then the image (e2e/test_86_image.py runs it under podman), then the
+# real-kernel scenarios; pytest's summary line ends the run.
 test: deps
 	$(MAKE) --no-print-directory -j$(NPROC) $(BIN) $(FOREIGN_TABLES)
 	$(MAKE) --no-print-directory unit-asan
+	$(MAKE) --no-print-directory image
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # For bench/libnftables_cache_cost.py: the cache-scope interposers as an LD_PRELOAD library.
@@ -168,14 +170,18 @@ bench: deps $(BIN)
 bench-http: deps $(UNIT_BIN)
 	$(UNIT_BIN) --no-skip -tc='http server: measure*'
 
-# The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed), then a
-# check that it starts the binary. KPN_IMAGE_BASE=debootstrap: no registry reachable, the Debian
-# base is built from the package mirror (deploy/build-image.sh).
+# The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed): the
+# binary `make` built here in the runtime stage (no compile in the image), then a check that it
+# starts. The Debian base is built from the package mirror with debootstrap, once (this machine
+# kind reaches no registry); KPN_IMAGE_BASE=pull takes debian:bookworm-slim from a registry.
+# `make image-test` runs the image as kubeadm's DaemonSet would, with traffic (e2e/test_86_image.py).
 IMAGE ?= kube-proxy-nft:latest
-IMAGE_PKGS := podman runc debootstrap
-image:
-	@$(MAKE) --no-print-directory deps APT_PKGS="$(IMAGE_PKGS)"
-	deploy/build-image.sh $(IMAGE)
+export KPN_IMAGE_BASE ?= debootstrap
+image: deps $(BIN)
+	deploy/build-image.sh $(IMAGE) $(BIN)
+
+image-test: image
+	KPN_IMAGE=$(IMAGE) $(PYTHON) -m pytest -p no:cacheprovider -v e2e/test_86_image.py
 
 clean:
 	rm -rf $(BUILD)

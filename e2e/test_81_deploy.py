@@ -202,3 +202,49 @@ def test_systemd_unit_verifies_and_its_config_decodes(tmp_path):
         conf = effective_config(str(tmp_path), f.read())
     assert conf["clientConnection"]["kubeconfig"] == "/etc/kube-proxy-nft/kubeconfig"
     assert conf["mode"] == "nftables"
+
+
+def dockerfile_runtime_packages():
+    """The packages the Dockerfile's runtime stage installs (its apt-get install list)."""
+    with open(os.path.join(DEPLOY, "Dockerfile")) as f:
+        text = f.read().replace("\\\n", " ")
+    stage = text.split(" AS runtime", 1)[1].split("\nFROM ", 1)[0]
+    (install,) = [l for l in stage.splitlines() if "apt-get install" in l]
+    words = install.split("apt-get install", 1)[1].split("&&")[0].split()
+    return {w for w in words if not w.startswith("-")}
+
+
+def packages_of(paths):
+    """{path: the Debian package that ships it}, in one dpkg call. With bookworm's merged /usr,
+    dpkg knows each file under one spelling (/lib/... or /usr/lib/..., the link or its target):
+    every spelling is asked."""
+    def spellings(p):
+        out = set()
+        for q in (p, os.path.realpath(p)):
+            out.add(q)
+            out.add(q[4:] if q.startswith("/usr/") else "/usr" + q)
+        return out
+    asked = {p: spellings(p) for p in paths}
+    out = subprocess.run(["dpkg", "-S", *sorted(set().union(*asked.values()))], capture_output=True,
+                         text=True).stdout
+    owner = {}
+    for line in out.splitlines():
+        pkg, path = line.split(": ", 1)
+        owner[path] = pkg.split(":")[0].split(",")[0].strip()
+    found = {p: next((owner[q] for q in sorted(qs) if q in owner), None) for p, qs in asked.items()}
+    missing = [p for p, pkg in found.items() if pkg is None]
+    assert not missing, f"no Debian package ships {missing}"
+    return found
+
+
+def test_the_image_installs_the_package_of_every_library_the_binary_loads():
+    # The runtime stage once lacked three of them: the image could not start the binary at all.
+    out = subprocess.run(["ldd", netlab.BIN], capture_output=True, text=True, check=True).stdout
+    libs = re.findall(r"=> (/\S+)", out) + re.findall(r"^\s*(/\S+ld-linux\S*)", out, re.M)
+    assert len(libs) > 10, out
+    installed = dockerfile_runtime_packages()
+    missing = {}
+    for lib, pkg in packages_of(libs).items():
+        if pkg not in installed:
+            missing.setdefault(pkg, []).append(lib)
+    assert not missing, f"deploy/Dockerfile's runtime stage does not install {missing}"
