@@ -57,9 +57,12 @@ def mentions_upstream(line):
 
 
 def assert_only_upstreams_removed(before, after, what):
-    gone = [c for t, c in chains_of(after) if upstream_iptables.upstream_chain(c)]
-    assert not gone, f"{what}: upstream's iptables chains left: {sorted(gone)}"
-    kept = [(t, l) for t, l in before if not mentions_upstream(l)]
+    left = [c for t, c in chains_of(after) if upstream_iptables.upstream_chain(c)]
+    # Upstream's own clean-up leaves KUBE-MARK-MASQ to a rule that is not its own (the CNI's); we
+    # used to delete that rule along with upstream's jumps.
+    assert left == ["KUBE-MARK-MASQ"], f"{what}: upstream's iptables chains left: {sorted(left)}"
+    kept = [(t, l) for t, l in before
+            if not mentions_upstream(l) or upstream_iptables.CNI_COMMENT in l or upstream_iptables.kept_for_the_cni(t, l)]
     assert after == kept, f"{what}: the rest of iptables-nft-save changed:\n" + "\n".join(
         [f"- {x}" for x in kept if x not in after] + [f"+ {x}" for x in after if x not in kept])
     for table, chains in upstream_iptables.KUBELET_CHAINS.items():
@@ -68,6 +71,8 @@ def assert_only_upstreams_removed(before, after, what):
     assert ("filter", upstream_iptables.USER_CHAIN) in chains_of(after)
     assert sum(upstream_iptables.USER_COMMENT in l for _, l in after) == 2, \
         f"{what}: the user's rules (filter jump, nat MASQUERADE) are not both there"
+    cni = [l for t, l in after if t == "nat" and upstream_iptables.CNI_COMMENT in l]
+    assert len(cni) == 2 and any("-j KUBE-MARK-MASQ" in l for l in cni), f"{what}: the CNI's rules: {cni}"
 
 
 def test_takeover_from_upstream_iptables_mode_drops_nothing_and_removes_only_upstreams_chains(lab):

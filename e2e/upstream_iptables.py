@@ -14,6 +14,10 @@ KUBELET_CHAINS = {"mangle": ["KUBE-KUBELET-CANARY"], "nat": ["KUBE-KUBELET-CANAR
                   "filter": ["KUBE-KUBELET-CANARY", "KUBE-FIREWALL"]}
 USER_CHAIN = "USER-AUDIT"
 USER_COMMENT = "a-user-rule"
+# Another agent (a CNI plugin, say) whose own nat rule jumps to upstream's KUBE-MARK-MASQ: its rule
+# stays, and so does the chain it names, with its one MARK rule.
+CNI_CHAIN = "CNI-MASQ"
+CNI_COMMENT = "a-cni-rule"
 
 
 def _hash16(text):
@@ -70,7 +74,7 @@ def restore_file(v6, services, cluster_cidr):
         filt.append('-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet '
                     'connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP')
 
-    n_chains = ["KUBE-KUBELET-CANARY", "KUBE-MARK-MASQ", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-PROXY-CANARY",
+    n_chains = [CNI_CHAIN, "KUBE-KUBELET-CANARY", "KUBE-MARK-MASQ", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-PROXY-CANARY",
                 "KUBE-SERVICES"]
     n_rules = [
         '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
@@ -78,6 +82,9 @@ def restore_file(v6, services, cluster_cidr):
         '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
         f'-A POSTROUTING -s {"fd00:99::/64" if v6 else "10.99.0.0/16"} -m comment --comment "{USER_COMMENT}" '
         '-j MASQUERADE',
+        f'-A POSTROUTING -m comment --comment "{CNI_COMMENT}" -j {CNI_CHAIN}',
+        f'-A {CNI_CHAIN} -s {"fd00:88::/64" if v6 else "10.88.0.0/16"} -m comment --comment "{CNI_COMMENT}" '
+        '-j KUBE-MARK-MASQ',
         "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000",
         "-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN",
         "-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0",
@@ -119,6 +126,11 @@ def restore_file(v6, services, cluster_cidr):
            ":POSTROUTING ACCEPT [0:0]"] + [f":{c} - [0:0]" for c in n_chains] + n_rules + ["COMMIT"]
     filt.append("COMMIT")
     return "\n".join(mangle + nat + filt) + "\n"
+
+
+def kept_for_the_cni(table, line):
+    """The lines of upstream's that stay because the CNI's rule uses them: KUBE-MARK-MASQ and its rule."""
+    return table == "nat" and (line.startswith(":KUBE-MARK-MASQ ") or line.startswith("-A KUBE-MARK-MASQ "))
 
 
 def upstream_chain(name):

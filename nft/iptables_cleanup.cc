@@ -52,26 +52,35 @@ IptablesCleanupResult removeWithHelper(NftRunner& runner) {
   const auto others = plan.otherChains;
   for (const auto& c : others)
     if (!add(listChainCommand(c), "chain " + c.family + " " + c.table + " " + c.name)) return res;
-  if (plan.upstreamChains.empty() && plan.ruleDeletes.empty()) {
-    VLOG(1) << "iptables leftovers: none of upstream kube-proxy's iptables chains found";
+  const IptablesCleanupCommands todo = cleanupCommands(plan);
+  for (const auto& c : todo.kept)
+    LOG(WARNING) << "iptables leftovers: keeping " << c.family << " " << c.table << " " << c.name
+                 << (c.name == "KUBE-MARK-MASQ" ? "" : ", emptied of upstream's rules,")
+                 << ": a rule that is not upstream kube-proxy's jumps to it";
+  if (todo.ruleDeletes.empty() && todo.chainFlushes.empty() && todo.chainDeletes.empty()) {
+    VLOG(1) << "iptables leftovers: nothing of upstream kube-proxy's iptables chains to remove";
     return res;
   }
   RunResult r = runner.runJson(cleanupTransactionJson(plan), nullptr);
   if (!r.ok) {
     res.ok = false;
     res.error = r.error;
-    LOG(ERROR) << "iptables leftovers: removing " << plan.upstreamChains.size() << " chains and " << plan.jumpRules
+    LOG(ERROR) << "iptables leftovers: removing " << todo.chainDeletes.size() << " chains and " << plan.jumpRules
                << " jump rules failed: " << r.error;
     return res;
   }
-  res.chains = plan.upstreamChains.size();
+  res.chains = todo.chainDeletes.size();
   res.jumpRules = plan.jumpRules;
   std::string names;  // a few, for the log: a big cluster leaves thousands of KUBE-SEP-* chains
-  for (size_t i = 0; i < plan.upstreamChains.size() && i < 12; ++i) {
-    const auto& c = plan.upstreamChains[i];
-    names += (i ? ", " : "") + c.family + " " + c.table + " " + c.name;
+  size_t named = 0;
+  for (const auto& c : plan.upstreamChains) {
+    if (plan.referenced.count(c)) continue;
+    if (named++ == 12) {
+      names += ", ...";
+      break;
+    }
+    names += (named > 1 ? ", " : "") + c.family + " " + c.table + " " + c.name;
   }
-  if (plan.upstreamChains.size() > 12) names += ", ...";
   LOG(INFO) << "removed upstream kube-proxy's iptables leftovers: " << res.jumpRules << " jump rules, "
             << res.chains << " chains (" << names << ")";
   return res;

@@ -20,6 +20,21 @@ constexpr std::string_view kFixedChains[] = {
 constexpr std::string_view kChainPrefixes[] = {"KUBE-SVC-", "KUBE-SVL-", "KUBE-SEP-", "KUBE-FW-", "KUBE-EXT-",
                                                "KUBE-XLB-"};
 
+// Upstream's iptablesJumpChains (pkg/proxy/iptables/proxier.go): table, built-in chain, target.
+// Plus filter INPUT -> KUBE-SERVICES, which 1.13 to 1.19 added (iptablesCleanupOnlyChains then).
+struct JumpRule {
+  std::string_view table, chain, target;
+};
+constexpr JumpRule kUpstreamJumps[] = {
+    {"filter", "INPUT", "KUBE-EXTERNAL-SERVICES"}, {"filter", "FORWARD", "KUBE-EXTERNAL-SERVICES"},
+    {"filter", "INPUT", "KUBE-NODEPORTS"},         {"filter", "FORWARD", "KUBE-SERVICES"},
+    {"filter", "OUTPUT", "KUBE-SERVICES"},         {"filter", "FORWARD", "KUBE-FORWARD"},
+    {"filter", "INPUT", "KUBE-PROXY-FIREWALL"},    {"filter", "OUTPUT", "KUBE-PROXY-FIREWALL"},
+    {"filter", "FORWARD", "KUBE-PROXY-FIREWALL"},  {"nat", "OUTPUT", "KUBE-SERVICES"},
+    {"nat", "PREROUTING", "KUBE-SERVICES"},        {"nat", "POSTROUTING", "KUBE-POSTROUTING"},
+    {"filter", "INPUT", "KUBE-SERVICES"},
+};
+
 // {"<verb>":{"<kind>":{"family":..,"table":..,"name"|"chain":..,["handle":..]}}} with every
 // string escaped by the JSON writer (names come from the kernel, i.e. from whoever made them).
 std::string command(const char* verb, const char* kind, const IptablesChain& c,
@@ -57,6 +72,19 @@ std::string str(const rapidjson::Value& obj, const char* key) {
   return it != obj.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
 }
 
+// Whether a rule carries iptables' comment match (upstream comments each of its jump rules).
+bool hasCommentMatch(const rapidjson::Value& expr) {
+  if (!expr.IsArray()) return false;
+  for (const auto& e : expr.GetArray()) {
+    if (!e.IsObject()) continue;
+    auto xt = e.FindMember("xt");
+    if (xt != e.MemberEnd() && xt->value.IsObject() && str(xt->value, "type") == "match" &&
+        str(xt->value, "name") == "comment")
+      return true;
+  }
+  return false;
+}
+
 // The chain a rule's jump or goto verdict names, if any (iptables-nft writes `-j CHAIN` as a
 // native verdict at the rule's top level).
 std::optional<std::string> verdictTarget(const rapidjson::Value& expr) {
@@ -84,6 +112,12 @@ bool isUpstreamIptablesChain(std::string_view name) {
   return false;
 }
 
+bool isUpstreamJumpRule(std::string_view table, std::string_view chain, std::string_view target) {
+  for (const JumpRule& j : kUpstreamJumps)
+    if (j.table == table && j.chain == chain && j.target == target) return true;
+  return false;
+}
+
 bool addIptablesListing(const std::string& listingJson, IptablesCleanupPlan* plan, std::string* error) {
   rapidjson::Document doc;
   doc.Parse(listingJson.c_str(), listingJson.size());
@@ -103,8 +137,6 @@ bool addIptablesListing(const std::string& listingJson, IptablesCleanupPlan* pla
         continue;
       }
       next.upstreamChains.push_back(chain);
-      next.chainFlushes.push_back(command("flush", "chain", chain));
-      next.chainDeletes.push_back(command("delete", "chain", chain));
     } else if (item.HasMember("rule") && item["rule"].IsObject()) {
       const auto& r = item["rule"];
       IptablesChain chain{str(r, "family"), str(r, "table"), str(r, "chain")};
@@ -114,6 +146,10 @@ bool addIptablesListing(const std::string& listingJson, IptablesCleanupPlan* pla
         continue;
       auto target = verdictTarget(r["expr"]);
       if (!target || !isUpstreamIptablesChain(*target)) continue;
+      if (!isUpstreamJumpRule(chain.table, chain.name, *target) || !hasCommentMatch(r["expr"])) {
+        next.referenced.insert({chain.family, chain.table, *target});  // someone else's: it stays
+        continue;
+      }
       std::string del = command("delete", "rule", chain, r["handle"].GetInt64());
       if (!next.seenRules.insert(del).second) continue;
       next.ruleDeletes.push_back(std::move(del));
@@ -124,10 +160,24 @@ bool addIptablesListing(const std::string& listingJson, IptablesCleanupPlan* pla
   return true;
 }
 
+IptablesCleanupCommands cleanupCommands(const IptablesCleanupPlan& plan) {
+  IptablesCleanupCommands out;
+  out.ruleDeletes = plan.ruleDeletes;
+  for (const IptablesChain& c : plan.upstreamChains) {
+    const bool kept = plan.referenced.count(c) > 0;
+    if (kept) out.kept.push_back(c);
+    if (kept && c.name == "KUBE-MARK-MASQ") continue;
+    out.chainFlushes.push_back(command("flush", "chain", c));
+    if (!kept) out.chainDeletes.push_back(command("delete", "chain", c));
+  }
+  return out;
+}
+
 std::string cleanupTransactionJson(const IptablesCleanupPlan& plan) {
+  const IptablesCleanupCommands cmds = cleanupCommands(plan);
   std::string out = "{\"nftables\":[";
   bool first = true;
-  for (const auto* part : {&plan.ruleDeletes, &plan.chainFlushes, &plan.chainDeletes})
+  for (const auto* part : {&cmds.ruleDeletes, &cmds.chainFlushes, &cmds.chainDeletes})
     for (const auto& c : *part) {
       if (!first) out += ',';
       first = false;

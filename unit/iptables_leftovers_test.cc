@@ -25,9 +25,10 @@ std::string golden(const char* name) {
 }
 
 std::vector<std::string> commandsOf(const IptablesCleanupPlan& plan) {
-  std::vector<std::string> out = plan.ruleDeletes;
-  out.insert(out.end(), plan.chainFlushes.begin(), plan.chainFlushes.end());
-  out.insert(out.end(), plan.chainDeletes.begin(), plan.chainDeletes.end());
+  IptablesCleanupCommands c = cleanupCommands(plan);
+  std::vector<std::string> out = c.ruleDeletes;
+  out.insert(out.end(), c.chainFlushes.begin(), c.chainFlushes.end());
+  out.insert(out.end(), c.chainDeletes.begin(), c.chainDeletes.end());
   return out;
 }
 
@@ -161,17 +162,56 @@ TEST_CASE("iptables leftovers: names from the kernel are escaped, never spliced 
   IptablesCleanupPlan plan;
   std::string error;
   REQUIRE(addIptablesListing(R"({"nftables":[
-      {"chain":{"family":"ip","table":"filter","name":"in\"put","handle":1,"type":"filter","hook":"input","prio":0}},
+      {"chain":{"family":"ip","table":"filter","name":"FORWARD","handle":1,"type":"filter","hook":"forward","prio":0}},
       {"chain":{"family":"ip","table":"filter","name":"KUBE-SVC-\"},{\"x","handle":2}},
-      {"rule":{"family":"ip","table":"filter","chain":"in\"put","handle":3,"expr":[{"goto":{"target":"KUBE-SVC-\"},{\"x"}}]}}]})",
+      {"chain":{"family":"ip","table":"filter","name":"KUBE-SERVICES","handle":4}},
+      {"rule":{"family":"ip","table":"filter","chain":"FORWARD","handle":3,"expr":[{"xt":{"type":"match","name":"comment"}},{"jump":{"target":"KUBE-SERVICES"}}]}}]})",
                               &plan, &error));
-  REQUIRE(commandsOf(plan).size() == 3);
+  REQUIRE(commandsOf(plan).size() == 5);
   rapidjson::Document d;
   std::string txn = cleanupTransactionJson(plan);
   d.Parse(txn.c_str());
   REQUIRE_FALSE(d.HasParseError());
-  CHECK(std::string(d["nftables"][0]["delete"]["rule"]["chain"].GetString()) == "in\"put");
-  CHECK(std::string(d["nftables"][2]["delete"]["chain"]["name"].GetString()) == "KUBE-SVC-\"},{\"x");
+  CHECK(std::string(d["nftables"][0]["delete"]["rule"]["chain"].GetString()) == "FORWARD");
+  CHECK(std::string(d["nftables"][1]["flush"]["chain"]["name"].GetString()) == "KUBE-SVC-\"},{\"x");
+  CHECK(std::string(d["nftables"][3]["delete"]["chain"]["name"].GetString()) == "KUBE-SVC-\"},{\"x");
+}
+
+// Upstream's own clean-up deletes only the jumps it added to the built-in chains, each with its
+// comment; a rule of anyone else that jumps to one of its chains stayed, and so must that chain.
+// We used to delete every rule that jumped to an upstream chain, a CNI's `-j KUBE-MARK-MASQ` too.
+TEST_CASE("iptables leftovers: another agent's jumps to upstream's chains stay, and so do the chains they name") {
+  IptablesCleanupPlan plan;
+  std::string error;
+  REQUIRE(addIptablesListing(R"({"nftables":[
+      {"chain":{"family":"ip","table":"nat","name":"POSTROUTING","handle":1,"type":"nat","hook":"postrouting","prio":100}},
+      {"chain":{"family":"ip","table":"nat","name":"PREROUTING","handle":2,"type":"nat","hook":"prerouting","prio":-100}},
+      {"chain":{"family":"ip","table":"nat","name":"CNI-abc","handle":3}},
+      {"chain":{"family":"ip","table":"nat","name":"KUBE-MARK-MASQ","handle":4}},
+      {"chain":{"family":"ip","table":"nat","name":"KUBE-SERVICES","handle":5}},
+      {"chain":{"family":"ip","table":"nat","name":"KUBE-POSTROUTING","handle":6}},
+      {"chain":{"family":"ip","table":"nat","name":"KUBE-SVC-AAAAAAAAAAAAAAAA","handle":7}},
+      {"rule":{"family":"ip","table":"nat","chain":"CNI-abc","handle":10,"expr":[{"xt":{"type":"match","name":"comment"}},{"jump":{"target":"KUBE-MARK-MASQ"}}]}},
+      {"rule":{"family":"ip","table":"nat","chain":"CNI-abc","handle":11,"expr":[{"goto":{"target":"KUBE-SVC-AAAAAAAAAAAAAAAA"}}]}},
+      {"rule":{"family":"ip","table":"nat","chain":"PREROUTING","handle":12,"expr":[{"xt":{"type":"match","name":"comment"}},{"jump":{"target":"KUBE-SERVICES"}}]}},
+      {"rule":{"family":"ip","table":"nat","chain":"PREROUTING","handle":13,"expr":[{"jump":{"target":"KUBE-SERVICES"}}]}},
+      {"rule":{"family":"ip","table":"nat","chain":"POSTROUTING","handle":14,"expr":[{"xt":{"type":"match","name":"comment"}},{"jump":{"target":"KUBE-MARK-MASQ"}}]}},
+      {"rule":{"family":"ip","table":"nat","chain":"POSTROUTING","handle":15,"expr":[{"xt":{"type":"match","name":"comment"}},{"jump":{"target":"KUBE-POSTROUTING"}}]}}]})",
+                             &plan, &error));
+  auto v = byVerb(plan);
+  // Upstream's two comment-carrying jumps go. Its PREROUTING jump without a comment (not one upstream
+  // writes), and every rule in the CNI's chain, stay.
+  CHECK(v["delete rule"] == std::vector<std::string>{"PREROUTING#12", "POSTROUTING#15"});
+  // KUBE-MARK-MASQ is named by rules that stay: untouched. KUBE-SERVICES and the KUBE-SVC- chain are
+  // named too: emptied of upstream's rules, kept. KUBE-POSTROUTING goes.
+  CHECK(v["flush chain"] == std::vector<std::string>{"KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-SVC-AAAAAAAAAAAAAAAA"});
+  CHECK(v["delete chain"] == std::vector<std::string>{"KUBE-POSTROUTING"});
+  std::vector<std::string> kept;
+  for (const auto& c : cleanupCommands(plan).kept) kept.push_back(c.name);
+  CHECK(kept == std::vector<std::string>{"KUBE-MARK-MASQ", "KUBE-SERVICES", "KUBE-SVC-AAAAAAAAAAAAAAAA"});
+  CHECK(isUpstreamJumpRule("filter", "INPUT", "KUBE-SERVICES"));  // added by 1.13 to 1.19
+  CHECK_FALSE(isUpstreamJumpRule("nat", "INPUT", "KUBE-SERVICES"));
+  CHECK_FALSE(isUpstreamJumpRule("nat", "POSTROUTING", "KUBE-MARK-MASQ"));
 }
 
 TEST_CASE("iptables leftovers: iptables-legacy is reported with the tables it holds and what to run") {
