@@ -118,10 +118,12 @@ Stmt dnatMap(Family f, const Expr& key, const std::string& mapName) {
               key.json + ",\"data\":" + jsonString("@" + mapName) + "}}}}",
           std::string("dnat ") + familyName(f) + " to " + key.text + " map @" + mapName, {}, {mapName}};
 }
+// No "family" in the JSON: nft 1.0.6 lists a literal dnat in an ip or ip6 table without one (it
+// names the family only for the map forms), and a rule must read back as it was sent or a restart's
+// reconcile rewrites it.
 Stmt dnatTo(Family f, const std::string& ip, int32_t port) {
   const std::string addr = f == Family::IPv6 ? "[" + ip + "]" : ip;
-  return {std::string("{\"dnat\":{\"family\":\"") + familyName(f) + "\",\"addr\":" + jsonString(ip) +
-              ",\"port\":" + std::to_string(port) + "}}",
+  return {"{\"dnat\":{\"addr\":" + jsonString(ip) + ",\"port\":" + std::to_string(port) + "}}",
           std::string("dnat ") + familyName(f) + " to " + addr + ":" + std::to_string(port), {}, {}};
 }
 Stmt dnatRandomOf(Family f, const std::vector<std::pair<std::string, int32_t>>& endpoints) {
