@@ -504,7 +504,8 @@ def test_nft_flush_ruleset_is_repaired_within_2s_under_a_20ms_connection_loop(la
 
 
 def every_feature(eps):
-    """Services using every feature the renderer has: ClientIP affinity (v4 and v6), round-robin,
+    """Services using every feature the renderer has: ClientIP affinity (v4 and v6, also on a high
+    ClusterIP and port), round-robin,
     source hash, eTP=Local LoadBalancer with source ranges and a health-check node port, eTP=Cluster
     NodePort with external IPs, iTP=Local, a service without endpoints, IPv6."""
     ports = [("http", 80, "TCP", 8080)]
@@ -529,8 +530,11 @@ def every_feature(eps):
     np = dual("np", 14, type="NodePort", ports=[("http", 80, "TCP", 8080, 30914)],
               external_ips=["198.51.100.14", "2001:db8:5::14"])
     local = dual("local", 15, itp="Local")
-    objs = [node_object(), sticky, rr, sh, lb, np, local, dual("noeps", 16)]
-    for s in ("sticky", "rr", "sh", "lb", "np", "local"):
+    # Affinity on a ClusterIP above 128.0.0.0 and a port above 32767: numbers nft lists signed.
+    high = service("high", [("http", 40000, "TCP", 8080)], ["172.30.9.17", "fd00:10:96::9:17"])
+    high["spec"]["sessionAffinity"] = "ClientIP"
+    objs = [node_object(), sticky, rr, sh, lb, np, local, high, dual("noeps", 16)]
+    for s in ("sticky", "rr", "sh", "lb", "np", "local", "high"):
         objs += slices(s)
     return objs
 

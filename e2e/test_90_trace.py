@@ -304,12 +304,20 @@ def test_trace_shows_the_sticky_entry_of_a_client_and_the_random_pick_of_another
     assert held["verdict"] == "dnat", text
     assert [(c["address"], c["probability"]) for c in held["candidates"]] == [(answered, 1)], text
     sticky = held["sticky"]
-    assert sticky["set"] == "sticky-tcp" and sticky["kernelEntries"] is True, sticky
-    # client . scope (the ClusterIP's low 32 bits as a number) . port 80 << 16 | slot
-    scope = int(ipaddress.ip_address(host)) & 0xFFFFFFFF
+    sticky_set = "sticky-tcp" if family == "v4" else "sticky6-tcp"
+    assert sticky["set"] == sticky_set and sticky["kernelEntries"] is True, sticky
+    # client . scope . port 80 << 16 | slot; the scope is the ClusterIP as a number (IPv4), or the
+    # two 32-bit halves of the FNV-1a hash of its 16 bytes (IPv6)
+    if family == "v4":
+        scope = str(int(ipaddress.ip_address(host)))
+    else:
+        h = 14695981039346656037
+        for byte in ipaddress.ip_address(host).packed:
+            h = ((h ^ byte) * 1099511628211) & (2 ** 64 - 1)
+        scope = f"{h >> 32} . {h & 0xFFFFFFFF}"
     assert sticky["entry"] in {f"{addr(clients[0])} . {scope} . {(80 << 16) | slot}" for slot in range(3)}, sticky
     assert sticky["timeout"] == 600 and 0 < sticky["expiresIn"] <= 600, sticky
-    assert f"sticky: @sticky-tcp holds {sticky['entry']}, expires in " in text, text
+    assert f"sticky: @{sticky_set} holds {sticky['entry']}, expires in " in text, text
     assert "with probability 1" in text, text
 
     fresh, text = run_trace(lab, "pod", addr(clients[1]), host, 80)

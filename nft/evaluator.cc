@@ -14,6 +14,7 @@
 #include "nft/eval_value.h"
 #include "nft/expr.h"
 #include "nft/rule_text.h"
+#include "nft/json_u32.h"
 
 namespace kpn::nft::eval {
 
@@ -553,7 +554,8 @@ class Run {
     if (k == "numgen") {
       std::string mode = str(b, "mode");
       if (mode != "random" && mode != "inc") throw Unsupported("numgen " + mode);
-      uint64_t offset = uintMember(b, "offset", 0);
+      auto o = b.FindMember("offset");
+      uint64_t offset = o == b.MemberEnd() ? 0 : u32Listed(o->value).value_or(0);
       return {Atom::integer(offset + ch_.pick(uintMember(b, "mod", 0), mode == "random" ? Selection::Random : Selection::RoundRobin))};
     }
     if (k == "jhash" || k == "symhash") {

@@ -1,5 +1,7 @@
 #include "nft/expr.h"
 
+#include "nft/json_u32.h"
+
 #include <cstdio>
 
 #include "nft/json_text.h"
@@ -53,8 +55,7 @@ Expr concat(const std::vector<Expr>& parts) {
   return out;
 }
 Expr numgenRandom(uint32_t mod, uint32_t offset) {
-  return {"{\"numgen\":{\"mode\":\"random\",\"mod\":" + std::to_string(mod) +
-              ",\"offset\":" + std::to_string(offset) + "}}",
+  return {"{\"numgen\":{\"mode\":\"random\",\"mod\":" + std::to_string(mod) + ",\"offset\":" + u32Json(offset) + "}}",
           "numgen random mod " + std::to_string(mod) + " offset " + std::to_string(offset)};
 }
 Expr numgenInc(uint32_t mod) {

@@ -1,4 +1,5 @@
 #include "nft/listing.h"
+#include "nft/json_u32.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -90,7 +91,7 @@ std::optional<ListedNumgenDnat> numgenDnatOf(const rapidjson::Value& expr) {
   std::string m = data->value.GetString();
   if (m.empty() || m[0] != '@') return std::nullopt;
   ListedNumgenDnat out{m.substr(1), mod->value.GetUint(), 0};
-  if (offset != n->value.MemberEnd() && offset->value.IsUint()) out.offset = offset->value.GetUint();
+  if (offset != n->value.MemberEnd()) out.offset = u32Listed(offset->value).value_or(0);
   return out;
 }
 

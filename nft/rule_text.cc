@@ -1,4 +1,5 @@
 #include "nft/rule_text.h"
+#include "nft/json_u32.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -65,7 +66,9 @@ std::string expr(const JValue& e) {
   }
   if (key == "numgen") {
     std::string out = "numgen " + member(b, "mode") + " mod " + member(b, "mod");
-    if (member(b, "offset") != "" && member(b, "offset") != "0") out += " offset " + member(b, "offset");
+    auto o = b.FindMember("offset");
+    uint32_t offset = o == b.MemberEnd() ? 0 : u32Listed(o->value).value_or(0);
+    if (offset != 0) out += " offset " + std::to_string(offset);
     return out;
   }
   if (key == "concat") return list(b, " . ");

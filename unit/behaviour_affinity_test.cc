@@ -187,3 +187,28 @@ TEST_CASE("behaviour: ClientIP affinity holds across the ClusterIP, an external 
   Trace http = traceWith(w, podPacket("172.30.0.20", 80, client), {});
   CHECK(traceWith(w, podPacket("172.30.0.20", 81, client), http.candidates.front().recorded).candidates.size() == 2);
 }
+
+// Two ServiceCIDRs can hold IPv6 ClusterIPs that differ only above their low 32 bits. Their scope
+// was those 32 bits: a client's entry for one service stuck it to a slot of the other.
+TEST_CASE("behaviour: IPv6 services whose ClusterIPs share their low 32 bits keep separate affinity") {
+  World w;
+  for (const char* name : {"a", "b"}) {
+    const std::string vip = std::string("fd00:") + (name[0] == 'a' ? "1" : "2") + "::10";
+    w.st.upsertService(sticky(service("ns", name, {vip}, {port("http", 80)})));
+    w.st.upsertSlice(slice("ns", std::string(name) + "-6", name, {epPort("http", 8080)},
+                           {ready(std::string("fd00:10:") + name + "::1", "node-b"),
+                            ready(std::string("fd00:10:") + name + "::2", "node-b")},
+                           "IPv6"));
+  }
+  Trace a = traceWith(w, podPacket("fd00:1::10", 80, "fd00:10:0:1::5"), {});
+  for (const auto& c : a.candidates) {
+    REQUIRE(c.recorded.size() == 1);
+    // The same client to b, with its entry for a alive: a fresh random choice among b's own.
+    Trace b = traceWith(w, podPacket("fd00:2::10", 80, "fd00:10:0:1::5"), c.recorded);
+    std::set<std::string> reached;
+    for (const auto& n : b.candidates) reached.insert(n.address);
+    CHECK(reached == std::set<std::string>{"fd00:10:b::1", "fd00:10:b::2"});
+    for (const auto& n : b.candidates) CHECK(n.probability == doctest::Approx(0.5));
+  }
+  CHECK(checkSticks(w, podPacket("fd00:2::10", 80, "fd00:10:0:1::5"), 10800).size() == 2);
+}

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "nft/expr.h"
+#include "nft/rule_text.h"
 #include "nft/transaction.h"
 
 using namespace kpn::nft;
@@ -138,4 +139,17 @@ TEST_CASE("flush set / flush map: a map stays a map, in JSON and in text") {
         "{\"nftables\":[{\"flush\":{\"set\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"name\":\"cluster-ips\"}}},\n"
         "{\"flush\":{\"map\":{\"family\":\"ip6\",\"table\":\"kube-proxy\",\"name\":\"backends-tcp-0\"}}}]}");
   CHECK(t.toText() == "flush set ip kube-proxy cluster-ips\nflush map ip6 kube-proxy backends-tcp-0\n");
+}
+
+// nft 1.0.6 lists numgen's 32-bit offset as a signed number. An affinity scope or port:slot above
+// 2^31 (a ClusterIP in 172.16/12, a port above 32767) was sent unsigned: the rule never matched its
+// own listing (rewritten at each restart) and a trace of the live table read the offset as 0.
+TEST_CASE("numgen offsets above 2^31 are written as nft lists them, and read in either form") {
+  CHECK(ex::numgenRandom(1, 3370014487u).json == R"({"numgen":{"mode":"random","mod":1,"offset":-924952809}})");
+  CHECK(ex::numgenRandom(1, 3370014487u).text == "numgen random mod 1 offset 3370014487");
+  CHECK(ex::numgenRandom(2, 4).json == R"({"numgen":{"mode":"random","mod":2,"offset":4}})");
+  CHECK(ruleTextFromJson(R"([{"match":{"op":"==","left":{"numgen":{"mode":"random","mod":1,"offset":-924952809}},"right":5}}])") ==
+        "numgen random mod 1 offset 3370014487 5");
+  CHECK(ruleTextFromJson(R"([{"match":{"op":"==","left":{"numgen":{"mode":"random","mod":1,"offset":3370014487}},"right":5}}])") ==
+        "numgen random mod 1 offset 3370014487 5");
 }

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "pkg/render/fnv.h"
 #include "pkg/render/pick_chains.h"
 
 namespace kpn::render {
@@ -15,33 +16,43 @@ namespace {
 // ip saddr . <scope> . <port:slot>: the key of a client's slot for a service port.
 Expr clientSlotKey(Family f, const AffinityChain& a, uint32_t slot) {
   const uint32_t portSlot = (static_cast<uint32_t>(a.port) << 16) | slot;
-  return ex::concat({ex::payload(familyName(f), "saddr"), ex::numgenRandom(1, a.scope), ex::numgenRandom(1, portSlot)});
+  std::vector<Expr> parts = {ex::payload(familyName(f), "saddr")};
+  for (uint32_t word : a.scope) parts.push_back(ex::numgenRandom(1, word));
+  parts.push_back(ex::numgenRandom(1, portSlot));
+  return ex::concat(parts);
 }
+
+// The scope's words of a family (affinityScope).
+size_t scopeWords(Family f) { return f == Family::IPv4 ? 1 : 2; }
 
 }  // namespace
 
-std::string stickySetName(bool local, api::Protocol proto) {
-  return std::string(local ? "local-" : "") + "sticky-" + api::protocolName(proto);
+std::string stickySetName(Family f, bool local, api::Protocol proto) {
+  return std::string(local ? "local-" : "") + (f == Family::IPv4 ? "sticky-" : "sticky6-") + api::protocolName(proto);
 }
 
 std::string affinityChainName(const std::string& chainKey, bool local) {
   return std::string(local ? "local-" : "") + "affinity-" + chainKey;
 }
 
-uint32_t affinityScope(const std::string& clusterIP) {
+std::vector<uint32_t> affinityScope(const std::string& clusterIP) {
   unsigned char buf[16];
-  if (inet_pton(AF_INET, clusterIP.c_str(), buf) == 1) return (uint32_t(buf[0]) << 24) | (buf[1] << 16) | (buf[2] << 8) | buf[3];
-  if (inet_pton(AF_INET6, clusterIP.c_str(), buf) == 1)
-    return (uint32_t(buf[12]) << 24) | (buf[13] << 16) | (buf[14] << 8) | buf[15];
-  return 0;
+  if (inet_pton(AF_INET, clusterIP.c_str(), buf) == 1)
+    return {(uint32_t(buf[0]) << 24) | (uint32_t(buf[1]) << 16) | (uint32_t(buf[2]) << 8) | buf[3]};
+  if (inet_pton(AF_INET6, clusterIP.c_str(), buf) == 1) {
+    const uint64_t h = fnv1a(std::string_view(reinterpret_cast<const char*>(buf), sizeof buf));
+    return {static_cast<uint32_t>(h >> 32), static_cast<uint32_t>(h)};
+  }
+  return {};
 }
 
 std::vector<SetDecl> affinitySetDeclarations(Family f) {
+  std::string key = std::string(familyName(f)) + " saddr";
+  for (size_t i = 0; i <= scopeWords(f); ++i) key += " . numgen random mod 1";  // the scope, then port:slot
   std::vector<SetDecl> decls;
   for (bool local : {false, true})
     for (api::Protocol p : kProtocols) {
-      SetDecl d{stickySetName(local, p), {}, "",
-                std::string(familyName(f)) + " saddr . numgen random mod 1 . numgen random mod 1"};
+      SetDecl d{stickySetName(f, local, p), {}, "", key};
       d.dynamic = true;
       decls.push_back(std::move(d));
     }
@@ -49,7 +60,7 @@ std::vector<SetDecl> affinitySetDeclarations(Family f) {
 }
 
 Chain affinityChain(Family f, const AffinityChain& a) {
-  const std::string set = stickySetName(a.local, a.proto);
+  const std::string set = stickySetName(f, a.local, a.proto);
   const auto n = static_cast<uint32_t>(a.endpoints.size());
   // A literal `dnat to address:port` needs the transport protocol matched in its own rule.
   const Stmt proto = st::match(ex::meta("l4proto"), "==", ex::symbol(api::protocolName(a.proto)));

@@ -3,21 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "pkg/render/fnv.h"
+
 namespace kpn::render {
-
-namespace {
-
-// FNV-1a, 64 bits: stable across builds and machines (std::hash is not).
-uint64_t fnv1a(const std::string& s, uint64_t basis) {
-  uint64_t h = basis;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-}  // namespace
 
 uint32_t maglevTableSize(size_t endpoints) {
   if (endpoints <= 25) return 251;
@@ -32,7 +20,7 @@ std::vector<uint32_t> maglevTable(const std::vector<std::string>& endpoints, uin
   if (n == 0 || size < 2) return table;
   std::vector<uint64_t> offset(n), skip(n), next(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    offset[i] = fnv1a(endpoints[i], 14695981039346656037ull) % size;
+    offset[i] = fnv1a(endpoints[i], kFnvOffsetBasis) % size;
     skip[i] = fnv1a(endpoints[i], 1469598103934665603ull ^ 0x9e3779b97f4a7c15ull) % (size - 1) + 1;
   }
   // Turns in the order of the names, so the table depends on the set of endpoints only.

@@ -43,7 +43,7 @@ struct PortPlan {
   const EndpointOrder* all = nullptr;
   const EndpointOrder* local = nullptr;
   uint32_t affinitySeconds = 0;  // ClientIP session affinity (0: none), for every path of the port
-  uint32_t affinityScope = 0;    // its entries' scope: the ClusterIP of this family (affinity.h)
+  std::vector<uint32_t> affinityScope;  // its entries' scope: the ClusterIP of this family (affinity.h)
   Scheduler scheduler = Scheduler::Random;  // the first pick (affinity keeps it random: affinity.h)
   std::string chainKey;  // "ns/name/proto/port": names this port's round-robin chains
   bool hasEndpoints() const { return !eps.cluster.empty() || !eps.local.empty(); }
