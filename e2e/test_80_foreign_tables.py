@@ -49,7 +49,8 @@ def helper_pids(daemon_pid):
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if ppid == daemon_pid and len(argv) > 2 and argv[1] == b"__nft-helper" and argv[2] == b"ip:kube-proxy":
+        if ppid == daemon_pid and len(argv) > 3 and argv[1] == b"__nft-helper" and \
+                argv[2] == f"parent:{daemon_pid}".encode() and argv[3] == b"ip:kube-proxy":
             pids.append(int(p))
     return pids
 

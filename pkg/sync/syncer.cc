@@ -108,9 +108,10 @@ bool Syncer::listKernel(std::vector<nft::ListedTable>& out) {
 }
 
 bool Syncer::listDeclared(std::vector<nft::ListedTable>& out) {
-  if (!listKernel(out)) return false;
   const nft::Ruleset& skeleton = renderer_.skeleton();
-  if (nft::staticDeclarationsListed(skeleton, out, families_)) return true;
+  // A listing that fails says nothing of what is declared: declare, which also names the cause
+  // when the kernel refuses changes (another process owning the table: EPERM).
+  if (listKernel(out) && nft::staticDeclarationsListed(skeleton, out, families_)) return true;
   bool allFamilies = families_.size() == skeleton.tables.size();
   auto decl = runner_.declareStatic(allFamilies ? skeleton : withoutOwners(skeleton, {}, &families_));
   if (!decl.ok) LOG(ERROR) << "start-up declarations failed: " << decl.error;
