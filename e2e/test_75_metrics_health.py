@@ -5,15 +5,15 @@ taken. Everything runs in the lab's node namespace, on its loopback or its own a
 import json
 import os
 import re
-import socket
 import subprocess
 import time
-import urllib.parse
 
 import pytest
 
 from apiserver_lab import ApiServer
-from netlab import LabError, NODE_NAME, NODE_V4, NODE_V6, PY, endpoint_slice, node_object, service, sh
+from netlab import LabError, NODE_V4, NODE_V6, PY, endpoint_slice, node_object, service
+from netlab import metric_sample as sample
+from prometheus_lab import Prometheus, get, static_job, wait_for
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
 
@@ -52,53 +52,10 @@ OURS = ["kubeproxy_nftables_transaction_operations", "kubeproxy_nftables_transac
 UPSTREAM_LINT = {"kubeproxy_sync_proxy_rules_no_local_endpoints_total non-counter metrics should not have "
                  "\"_total\" suffix"}
 
-GET = r"""
-import http.client, json, sys
-host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-try:
-    c = http.client.HTTPConnection(host, port, timeout=5)
-    c.request("GET", path)
-    r = c.getresponse()
-    print(json.dumps({"status": r.status, "body": r.read().decode(), "headers": dict(r.getheaders())}))
-except OSError as e:
-    print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
-"""
-
-
-def get(lab, host, port, path):
-    """An HTTP GET from inside the node namespace."""
-    return json.loads(sh([PY, "-c", GET, host, str(port), path], ns=lab.node).stdout)
-
-
-def wait_for(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise LabError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
-
-
 def scrape(lab):
     r = get(lab, "127.0.0.1", 10249, "/metrics")
     assert r.get("status") == 200, r
     return r["body"]
-
-
-def sample(text, name, **labels):
-    """The value of one series in the text format, or None."""
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$", line)
-        if not m or m.group(1) != name:
-            continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-        if all(got.get(k) == v for k, v in labels.items()):
-            return float(m.group(3))
-    return None
 
 
 def promtool_problems(text):
@@ -114,42 +71,6 @@ def web(name, ip, eps, trigger=None):
     if trigger:
         s["metadata"]["annotations"] = {"endpoints.kubernetes.io/last-change-trigger-time": trigger}
     return [service(name, HTTP, [ip]), s]
-
-
-class Prometheus:
-    """A real Prometheus server in the node namespace, on loopback, scraping the daemon every
-    second; its own temp config and data directory; killed by PID at the end."""
-
-    def __init__(self, lab, target=METRICS):
-        self.lab = lab
-        self.dir = os.path.join(lab.tmp, "prometheus")
-        os.makedirs(os.path.join(self.dir, "data"))
-        with socket.socket() as s:  # a free port number; the node namespace has its own ports
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        cfg = os.path.join(self.dir, "prometheus.yml")
-        with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                    "scrape_configs:\n  - job_name: kube-proxy\n    static_configs:\n"
-                    f"      - targets: ['{target}']\n")
-        self.log = os.path.join(self.dir, "stderr")
-        with open(self.log, "w") as err:
-            self.proc = subprocess.Popen(
-                ["ip", "netns", "exec", lab.node, "prometheus", f"--config.file={cfg}",
-                 f"--storage.tsdb.path={self.dir}/data", f"--web.listen-address=127.0.0.1:{self.port}"],
-                stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
-        lab.procs.append(self.proc)
-
-    def query(self, expr):
-        r = get(self.lab, "127.0.0.1", self.port, "/api/v1/query?query=" + urllib.parse.quote(expr))
-        if r.get("status") != 200:
-            return None
-        data = json.loads(r["body"])
-        return data["data"]["result"] if data.get("status") == "success" else None
-
-    def tail(self):
-        with open(self.log, errors="replace") as f:
-            return f.read()[-3000:]
 
 
 def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scrapes_them(lab):
@@ -194,7 +115,7 @@ def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scr
     for path in ("/healthz", "/livez"):
         assert get(lab, "127.0.0.1", 10249, path).get("status") == 200, path
 
-    prom = Prometheus(lab)
+    prom = Prometheus(lab, [static_job("kube-proxy", METRICS)])
     try:
         wait_for(lambda: prom.query("kubeproxy_sync_proxy_rules_duration_seconds_count > 0"), 60,
                  "Prometheus to scrape kubeproxy_sync_proxy_rules_duration_seconds_count > 0")
