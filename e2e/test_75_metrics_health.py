@@ -126,6 +126,36 @@ def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scr
     assert not d.failed_syncs()
 
 
+def family_labels(text):
+    return set(re.findall(r'ip_family="([^"]*)"', text))
+
+
+def test_a_single_stack_node_has_only_its_familys_series_and_counts_each_sync_once(lab):
+    """Issue 23: a kernel without IPv6 nftables (the helper's failpoint refuses the ip6 family, as
+    test_42_isolation does) serves IPv4 only. Upstream runs one proxier per served family: one
+    sync is one observation, where a dual-stack node (the other tests) has one per family."""
+    a, = lab.add_backends(1, tcp=[8080], udp=[])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("web.yaml", [service("web", HTTP, ["10.96.0.10", "fd00:10:96::10"]),
+                         endpoint_slice("web", [a.v4], HTTP_SLICE),
+                         endpoint_slice("web", [a.v6], HTTP_SLICE, address_type="IPv6")])
+    d = lab.start_daemon(env={"KPN_FAULT_REFUSE_TEXT": '"family":"ip6"'})
+    with d.change():
+        m.write("web.yaml", [service("web", HTTP, ["10.96.0.10", "fd00:10:96::10"]),
+                             endpoint_slice("web", [], HTTP_SLICE),
+                             endpoint_slice("web", [a.v6], HTTP_SLICE, address_type="IPv6")])
+    assert "nftables family ip6 is not available on this node" in d.stderr()
+    text = scrape(lab)
+    assert family_labels(text) == {"IPv4"}, family_labels(text)
+    syncs = sum(float(v) for v in re.findall(r"^kubeproxy_nftables_table_reconcile_total\{[^}]*\} (\S+)$", text, re.M))
+    assert syncs >= 2
+    assert sample(text, "kubeproxy_sync_proxy_rules_duration_seconds_count", ip_family="IPv4") == syncs
+    # Series a rate needs from zero exist before their first observation.
+    assert sample(text, "kubeproxy_network_programming_duration_seconds_count", ip_family="IPv4") == 0
+    assert sample(text, "kubeproxy_nftables_table_reconcile_total", plan="full", result="failed") == 0
+
+
 def test_healthz_and_livez_bodies_on_both_families_and_an_ipv6_metrics_address(lab):
     lab.manifests.write("node.yaml", node_object())
     lab.start_daemon(["--healthz-bind-address=[::]:10256", "--metrics-bind-address=[::1]:10249"])
