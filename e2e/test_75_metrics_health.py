@@ -11,7 +11,7 @@ import time
 import pytest
 
 from apiserver_lab import ApiServer
-from netlab import LabError, NODE_V4, NODE_V6, PY, endpoint_slice, node_object, service
+from netlab import LabError, NODE_V4, NODE_V6, PY, endpoint_slice, node_object, service, trigger_time
 from netlab import metric_sample as sample
 from prometheus_lab import Prometheus, get, static_job, wait_for
 
@@ -66,6 +66,14 @@ def promtool_problems(text):
     return problems
 
 
+def aged_change(age):
+    """The trigger time of a change made now, after the daemon started (a daemon counts only
+    changes made after its start, as upstream's), once it is `age` seconds old."""
+    made = time.time()
+    wait_for(lambda: time.time() >= made + age, age + 1, f"the change to be {age} s old")
+    return trigger_time(made)
+
+
 def web(name, ip, eps, trigger=None):
     s = endpoint_slice(name, eps, HTTP_SLICE)
     if trigger:
@@ -80,8 +88,8 @@ def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scr
     kc = api.kubeconfig_token(os.path.join(lab.tmp, "daemon.kubeconfig"))
     d = lab.start_daemon([f"--kubeconfig={kc}"], manifests=False)
     # A change stamped by the EndpointSlice controller: network programming latency is measured
-    # from its trigger time (a second ago) to the commit that carries it.
-    trigger = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+    # from its trigger time (a second before it reaches the daemon) to the commit that carries it.
+    trigger = aged_change(1)
     with d.change():
         api.create(web("web", "10.96.0.10", [a.v4], trigger=trigger))
     assert get(lab, "127.0.0.1", 10256, "/healthz").get("status") == 200
@@ -154,6 +162,24 @@ def test_a_single_stack_node_has_only_its_familys_series_and_counts_each_sync_on
     # Series a rate needs from zero exist before their first observation.
     assert sample(text, "kubeproxy_network_programming_duration_seconds_count", ip_family="IPv4") == 0
     assert sample(text, "kubeproxy_nftables_table_reconcile_total", plan="full", result="failed") == 0
+
+
+def test_network_programming_latency_counts_only_changes_made_after_the_start(lab):
+    """Upstream ignores trigger times from before it started (the endpoints change tracker's start
+    time): a restart must not observe every EndpointSlice's last change, hours old, as latency."""
+    api = ApiServer(lab)
+    a, b = lab.add_backends(2, tcp=[8080], udp=[])
+    api.create([node_object()] + web("web", "10.96.0.10", [a.v4], trigger=trigger_time(time.time() - 3600)))
+    kc = api.kubeconfig_token(os.path.join(lab.tmp, "daemon.kubeconfig"))
+    d = lab.start_daemon([f"--kubeconfig={kc}"], manifests=False)
+    text = scrape(lab)
+    assert sample(text, "kubeproxy_network_programming_duration_seconds_count", ip_family="IPv4") == 0, \
+        "a change from an hour before the start was observed"
+    with d.change():
+        api.put(web("web", "10.96.0.10", [b.v4], trigger=aged_change(0)))
+    text = scrape(lab)
+    assert sample(text, "kubeproxy_network_programming_duration_seconds_count", ip_family="IPv4") == 1
+    assert sample(text, "kubeproxy_network_programming_duration_seconds_bucket", ip_family="IPv4", le="10") == 1
 
 
 def test_healthz_and_livez_bodies_on_both_families_and_an_ipv6_metrics_address(lab):
