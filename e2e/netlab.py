@@ -269,6 +269,13 @@ def endpoint_slice(service_name, endpoints, ports, name=None, address_type="IPv4
             "ports": [{"name": p[0], "port": p[1], "protocol": p[2]} for p in ports]}
 
 
+def trigger_time(t):
+    """An EndpointSlice's endpoints.kubernetes.io/last-change-trigger-time for Unix time t, as the
+    EndpointSlice controller writes it (RFC 3339 with fractions of a second). The daemon counts
+    only trigger times after its start, as upstream's."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f"{t % 1:.6f}"[1:] + "Z"
+
+
 def node_object(name=NODE_NAME):
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": _uid("node", name), "resourceVersion": "100",

@@ -10,7 +10,7 @@ import pytest
 
 from apiserver_lab import ApiServer, CLIENT_CN
 from netlab import (LabError, NODE_NAME, answers, endpoint_slice, expect_answers, expect_dropped, node_object,
-                    service, service_cidr)
+                    service, service_cidr, trigger_time)
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
 
@@ -60,8 +60,7 @@ def test_kubectl_created_service_is_reachable_and_endpoint_changes_follow(lab):
     # The EndpointSlice controller stamps when the change that triggered it happened; the daemon
     # reports the latency from there to the commit (upstream's network programming latency).
     both = endpoint_slice("web", [a.v4, b.v4], HTTP_SLICE)
-    both["metadata"]["annotations"] = {"endpoints.kubernetes.io/last-change-trigger-time":
-                                       time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    both["metadata"]["annotations"] = {"endpoints.kubernetes.io/last-change-trigger-time": trigger_time(time.time())}
     with d.change():
         api.replace([both])
     assert who_answers(cli, "10.96.0.10") == ({a.v4, b.v4}, [])

@@ -5,15 +5,15 @@ taken. Everything runs in the lab's node namespace, on its loopback or its own a
 import json
 import os
 import re
-import socket
 import subprocess
 import time
-import urllib.parse
 
 import pytest
 
 from apiserver_lab import ApiServer
-from netlab import LabError, NODE_NAME, NODE_V4, NODE_V6, PY, endpoint_slice, node_object, service, sh
+from netlab import LabError, NODE_V4, NODE_V6, PY, endpoint_slice, node_object, service, trigger_time
+from netlab import metric_sample as sample
+from prometheus_lab import Prometheus, get, static_job, wait_for
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
 
@@ -52,53 +52,10 @@ OURS = ["kubeproxy_nftables_transaction_operations", "kubeproxy_nftables_transac
 UPSTREAM_LINT = {"kubeproxy_sync_proxy_rules_no_local_endpoints_total non-counter metrics should not have "
                  "\"_total\" suffix"}
 
-GET = r"""
-import http.client, json, sys
-host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-try:
-    c = http.client.HTTPConnection(host, port, timeout=5)
-    c.request("GET", path)
-    r = c.getresponse()
-    print(json.dumps({"status": r.status, "body": r.read().decode(), "headers": dict(r.getheaders())}))
-except OSError as e:
-    print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
-"""
-
-
-def get(lab, host, port, path):
-    """An HTTP GET from inside the node namespace."""
-    return json.loads(sh([PY, "-c", GET, host, str(port), path], ns=lab.node).stdout)
-
-
-def wait_for(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise LabError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
-
-
 def scrape(lab):
     r = get(lab, "127.0.0.1", 10249, "/metrics")
     assert r.get("status") == 200, r
     return r["body"]
-
-
-def sample(text, name, **labels):
-    """The value of one series in the text format, or None."""
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$", line)
-        if not m or m.group(1) != name:
-            continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-        if all(got.get(k) == v for k, v in labels.items()):
-            return float(m.group(3))
-    return None
 
 
 def promtool_problems(text):
@@ -109,47 +66,19 @@ def promtool_problems(text):
     return problems
 
 
+def aged_change(age):
+    """The trigger time of a change made now, after the daemon started (a daemon counts only
+    changes made after its start, as upstream's), once it is `age` seconds old."""
+    made = time.time()
+    wait_for(lambda: time.time() >= made + age, age + 1, f"the change to be {age} s old")
+    return trigger_time(made)
+
+
 def web(name, ip, eps, trigger=None):
     s = endpoint_slice(name, eps, HTTP_SLICE)
     if trigger:
         s["metadata"]["annotations"] = {"endpoints.kubernetes.io/last-change-trigger-time": trigger}
     return [service(name, HTTP, [ip]), s]
-
-
-class Prometheus:
-    """A real Prometheus server in the node namespace, on loopback, scraping the daemon every
-    second; its own temp config and data directory; killed by PID at the end."""
-
-    def __init__(self, lab, target=METRICS):
-        self.lab = lab
-        self.dir = os.path.join(lab.tmp, "prometheus")
-        os.makedirs(os.path.join(self.dir, "data"))
-        with socket.socket() as s:  # a free port number; the node namespace has its own ports
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        cfg = os.path.join(self.dir, "prometheus.yml")
-        with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                    "scrape_configs:\n  - job_name: kube-proxy\n    static_configs:\n"
-                    f"      - targets: ['{target}']\n")
-        self.log = os.path.join(self.dir, "stderr")
-        with open(self.log, "w") as err:
-            self.proc = subprocess.Popen(
-                ["ip", "netns", "exec", lab.node, "prometheus", f"--config.file={cfg}",
-                 f"--storage.tsdb.path={self.dir}/data", f"--web.listen-address=127.0.0.1:{self.port}"],
-                stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
-        lab.procs.append(self.proc)
-
-    def query(self, expr):
-        r = get(self.lab, "127.0.0.1", self.port, "/api/v1/query?query=" + urllib.parse.quote(expr))
-        if r.get("status") != 200:
-            return None
-        data = json.loads(r["body"])
-        return data["data"]["result"] if data.get("status") == "success" else None
-
-    def tail(self):
-        with open(self.log, errors="replace") as f:
-            return f.read()[-3000:]
 
 
 def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scrapes_them(lab):
@@ -159,8 +88,8 @@ def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scr
     kc = api.kubeconfig_token(os.path.join(lab.tmp, "daemon.kubeconfig"))
     d = lab.start_daemon([f"--kubeconfig={kc}"], manifests=False)
     # A change stamped by the EndpointSlice controller: network programming latency is measured
-    # from its trigger time (a second ago) to the commit that carries it.
-    trigger = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+    # from its trigger time (a second before it reaches the daemon) to the commit that carries it.
+    trigger = aged_change(1)
     with d.change():
         api.create(web("web", "10.96.0.10", [a.v4], trigger=trigger))
     assert get(lab, "127.0.0.1", 10256, "/healthz").get("status") == 200
@@ -194,7 +123,7 @@ def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scr
     for path in ("/healthz", "/livez"):
         assert get(lab, "127.0.0.1", 10249, path).get("status") == 200, path
 
-    prom = Prometheus(lab)
+    prom = Prometheus(lab, [static_job("kube-proxy", METRICS)])
     try:
         wait_for(lambda: prom.query("kubeproxy_sync_proxy_rules_duration_seconds_count > 0"), 60,
                  "Prometheus to scrape kubeproxy_sync_proxy_rules_duration_seconds_count > 0")
@@ -203,6 +132,54 @@ def test_metrics_carry_upstreams_names_pass_promtool_and_a_prometheus_server_scr
     except LabError:
         raise LabError("prometheus:\n" + prom.tail())
     assert not d.failed_syncs()
+
+
+def family_labels(text):
+    return set(re.findall(r'ip_family="([^"]*)"', text))
+
+
+def test_a_single_stack_node_has_only_its_familys_series_and_counts_each_sync_once(lab):
+    """Issue 23: a kernel without IPv6 nftables (the helper's failpoint refuses the ip6 family, as
+    test_42_isolation does) serves IPv4 only. Upstream runs one proxier per served family: one
+    sync is one observation, where a dual-stack node (the other tests) has one per family."""
+    a, = lab.add_backends(1, tcp=[8080], udp=[])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("web.yaml", [service("web", HTTP, ["10.96.0.10", "fd00:10:96::10"]),
+                         endpoint_slice("web", [a.v4], HTTP_SLICE),
+                         endpoint_slice("web", [a.v6], HTTP_SLICE, address_type="IPv6")])
+    d = lab.start_daemon(env={"KPN_FAULT_REFUSE_TEXT": '"family":"ip6"'})
+    with d.change():
+        m.write("web.yaml", [service("web", HTTP, ["10.96.0.10", "fd00:10:96::10"]),
+                             endpoint_slice("web", [], HTTP_SLICE),
+                             endpoint_slice("web", [a.v6], HTTP_SLICE, address_type="IPv6")])
+    assert "nftables family ip6 is not available on this node" in d.stderr()
+    text = scrape(lab)
+    assert family_labels(text) == {"IPv4"}, family_labels(text)
+    syncs = sum(float(v) for v in re.findall(r"^kubeproxy_nftables_table_reconcile_total\{[^}]*\} (\S+)$", text, re.M))
+    assert syncs >= 2
+    assert sample(text, "kubeproxy_sync_proxy_rules_duration_seconds_count", ip_family="IPv4") == syncs
+    # Series a rate needs from zero exist before their first observation.
+    assert sample(text, "kubeproxy_network_programming_duration_seconds_count", ip_family="IPv4") == 0
+    assert sample(text, "kubeproxy_nftables_table_reconcile_total", plan="full", result="failed") == 0
+
+
+def test_network_programming_latency_counts_only_changes_made_after_the_start(lab):
+    """Upstream ignores trigger times from before it started (the endpoints change tracker's start
+    time): a restart must not observe every EndpointSlice's last change, hours old, as latency."""
+    api = ApiServer(lab)
+    a, b = lab.add_backends(2, tcp=[8080], udp=[])
+    api.create([node_object()] + web("web", "10.96.0.10", [a.v4], trigger=trigger_time(time.time() - 3600)))
+    kc = api.kubeconfig_token(os.path.join(lab.tmp, "daemon.kubeconfig"))
+    d = lab.start_daemon([f"--kubeconfig={kc}"], manifests=False)
+    text = scrape(lab)
+    assert sample(text, "kubeproxy_network_programming_duration_seconds_count", ip_family="IPv4") == 0, \
+        "a change from an hour before the start was observed"
+    with d.change():
+        api.put(web("web", "10.96.0.10", [b.v4], trigger=aged_change(0)))
+    text = scrape(lab)
+    assert sample(text, "kubeproxy_network_programming_duration_seconds_count", ip_family="IPv4") == 1
+    assert sample(text, "kubeproxy_network_programming_duration_seconds_bucket", ip_family="IPv4", le="10") == 1
 
 
 def test_healthz_and_livez_bodies_on_both_families_and_an_ipv6_metrics_address(lab):

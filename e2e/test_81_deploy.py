@@ -77,10 +77,12 @@ def rbac_rules():
 
 
 def test_every_document_parses_and_has_the_expected_kinds():
-    kinds = {name: sorted(d["kind"] for d in docs(name))
-             for name in sorted(os.listdir(DEPLOY)) if name.endswith(".yaml")}
+    names = [os.path.relpath(os.path.join(d, n), DEPLOY) for d, _, files in os.walk(DEPLOY) for n in files]
+    kinds = {name: sorted(d["kind"] for d in docs(name)) for name in sorted(names) if name.endswith(".yaml")}
     assert kinds == {"configmap.yaml": ["ConfigMap"], "daemonset.yaml": ["DaemonSet"],
-                     "rbac.yaml": ["ClusterRole", "ClusterRoleBinding", "ServiceAccount"]}, kinds
+                     "rbac.yaml": ["ClusterRole", "ClusterRoleBinding", "ServiceAccount"],
+                     "monitoring/podmonitor.yaml": ["PodMonitor"],
+                     "monitoring/prometheusrule.yaml": ["PrometheusRule"]}, kinds
 
 
 def test_daemonset_runs_the_configmaps_config_with_probes_ports_and_mounts(tmp_path):
@@ -106,15 +108,17 @@ def test_daemonset_runs_the_configmaps_config_with_probes_ports_and_mounts(tmp_p
     kc = conf["clientConnection"]["kubeconfig"]
     assert kc.startswith(cfg_mount[0]["mountPath"] + "/") and kc.rsplit("/", 1)[1] in cm["data"], kc
     assert yaml.safe_load(cm["data"][kc.rsplit("/", 1)[1]])["kind"] == "Config"
-    # Probes on the health port the configuration binds; metrics on localhost only.
+    # Probes on the health port the configuration binds; metrics on every node address, on the
+    # port kube-prometheus's PodMonitor scrapes (monitoring/podmonitor.yaml: <pod IP>:10249).
     health_port = int(conf["healthzBindAddress"].rsplit(":", 1)[1])
     assert conf["healthzBindAddress"].startswith("0.0.0.0:")
-    assert conf["metricsBindAddress"].startswith("127.0.0.1:")
+    assert conf["metricsBindAddress"] == "0.0.0.0:10249"
     assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": health_port}
     assert c["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": health_port}
     assert {"name": "healthz", "containerPort": health_port, "protocol": "TCP"} in c["ports"]
-    metrics_port = int(conf["metricsBindAddress"].rsplit(":", 1)[1])
-    assert metrics_port not in [p["containerPort"] for p in c["ports"]], "metrics stay on localhost"
+    assert {"name": "metrics", "containerPort": 10249, "protocol": "TCP"} in c["ports"]
+    # kubeadm's pod label, which that PodMonitor selects and names the job after.
+    assert ds["spec"]["template"]["metadata"]["labels"]["k8s-app"] == "kube-proxy"
 
 
 def mib(quantity):

@@ -353,6 +353,9 @@ TEST_CASE("conntrack: the follower hands over a snapshot after successful syncs 
 
 TEST_CASE("conntrack: the reconciler's metrics carry upstream's names, per family") {
   metrics::ProxyMetrics m({"v", "c"});
+  sync::SyncReport synced;  // a pass follows a sync, which made the served families known (both)
+  synced.stats.ok = true;
+  m.synced(synced);
   m.observeConntrackReconcile("IPv4", 0.004, 3);
   m.observeConntrackReconcile("IPv6", 0.002, 0);
   m.observeConntrackReconcile("IPv4", 0.003, 2);

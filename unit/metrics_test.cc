@@ -36,6 +36,9 @@ sync::SyncReport report(bool ok, bool full, std::chrono::nanoseconds d) {
 
 TEST_CASE("metrics: upstream's names, types, buckets and ip_family labels") {
   metrics::ProxyMetrics m({"v1.2.3-4-gabcdef", "abcdef0123"});
+  // The families are known once the first sync has probed the kernel: no ip_family series before.
+  CHECK(m.scrape().find("ip_family") == std::string::npos);
+  m.synced(report(true, false, 3ms));
   std::string t = m.scrape();
   for (const char* h : {"kubeproxy_sync_proxy_rules_duration_seconds", "kubeproxy_sync_full_proxy_rules_duration_seconds",
                         "kubeproxy_sync_partial_proxy_rules_duration_seconds",
@@ -57,7 +60,7 @@ TEST_CASE("metrics: upstream's names, types, buckets and ip_family labels") {
     CHECK(has(t, std::string("# TYPE ") + c + " counter"));
   // exp(0.001, x2, 15): 1 ms .. 16.384 s
   CHECK(has(t, R"(kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="0.001"} 0)"));
-  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv6",le="16.384"} 0)"));
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv6",le="16.384"} 1)"));
   CHECK(t.find(R"(kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="32.768"})") == std::string::npos);
   // upstream's merge(): 0, 0.25, 0.5, 1..59, 60..115 by 5, 120..300 by 30
   for (const char* le : {"0", "0.25", "0.5", "1", "59", "60", "115", "120", "300"})
@@ -135,6 +138,7 @@ TEST_CASE("metrics: the healthz server counts its replies by code; the metrics s
   CHECK(has(t, R"(kubeproxy_proxy_healthz_total{code="503"} 1)"));
   CHECK(has(t, R"(kubeproxy_proxy_livez_total{code="200"} 1)"));
 
+  m.synced(report(true, false, 3ms));
   auto server = metrics::metricsServerHandler(m);
   auto mode = server({"GET", "/proxyMode", {}, ""});
   CHECK(mode.status == 200);
@@ -142,6 +146,54 @@ TEST_CASE("metrics: the healthz server counts its replies by code; the metrics s
   auto scraped = server({"GET", "/metrics", {}, ""});
   CHECK(scraped.status == 200);
   CHECK(scraped.body.find("# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram") != std::string::npos);
+}
+
+// Issue 23: a node whose kernel serves one family counted each sync under both; the network
+// programming and reconcile series must exist at zero before their first observation, or a rate
+// over them misses it.
+TEST_CASE("metrics: a single-stack node has only its family's series and counts each sync once; every series "
+          "starts at zero") {
+  metrics::ProxyMetrics m({"v", "c"});
+  std::set<nft::Family> served;  // nothing probed yet
+  m.servedFamilies([&served] { return served; });
+  m.queued(sync::WallTime{} + std::chrono::seconds(1764719990));
+  m.observeConntrackReconcile("IPv4", 0.01, 3);  // before the families are known: nowhere
+  CHECK(m.scrape().find("ip_family") == std::string::npos);
+  CHECK(has(m.scrape(), R"(kubeproxy_nftables_table_reconcile_total{plan="reconcile",result="failed"} 0)"));
+
+  served = {nft::Family::IPv4};  // the first sync probed the kernel: no IPv6 nftables
+  m.synced(report(true, true, 3ms));
+  auto second = report(true, false, 2ms);
+  second.triggerTimes["default/web"] = second.finished - 2s;
+  m.synced(second);
+  m.synced(report(false, true, 5ms));
+  m.observeConntrackReconcile("IPv6", 0.01, 3);
+  m.observeConntrackReconcile("IPv4", 0.01, 2);
+  m.setNoLocalEndpoints({1, 4, 2, 5});
+  std::string t = m.scrape();
+  CHECK(t.find(R"(ip_family="IPv6")") == std::string::npos);
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"} 3)"));
+  CHECK(has(t, R"(kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family="IPv4"} 2)"));
+  CHECK(has(t, R"(kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family="IPv4"} 1)"));
+  CHECK(has(t, R"(kubeproxy_network_programming_duration_seconds_count{ip_family="IPv4"} 1)"));
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_nftables_sync_failures_total{ip_family="IPv4"} 1)"));
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total{ip_family="IPv4"} 0)"));
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} 1764719990)"));
+  CHECK(has(t, R"(kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family="IPv4"} 2)"));
+  CHECK(has(t, R"(kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 1)"));
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_no_local_endpoints_total{ip_family="IPv4",traffic_policy="internal"} 1)"));
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_no_local_endpoints_total{ip_family="IPv4",traffic_policy="external"} 2)"));
+  CHECK(has(t, R"(kubeproxy_nftables_table_reconcile_total{plan="full",result="committed"} 1)"));
+  CHECK(has(t, R"(kubeproxy_nftables_table_reconcile_total{plan="none",result="committed"} 0)"));
+
+  // The network programming histogram of a served family exists, at zero, from the first sync.
+  metrics::ProxyMetrics fresh({"v", "c"});
+  fresh.servedFamilies([] { return std::set<nft::Family>{nft::Family::IPv4, nft::Family::IPv6}; });
+  fresh.synced(report(true, true, 3ms));
+  t = fresh.scrape();
+  CHECK(has(t, R"(kubeproxy_network_programming_duration_seconds_count{ip_family="IPv4"} 0)"));
+  CHECK(has(t, R"(kubeproxy_network_programming_duration_seconds_count{ip_family="IPv6"} 0)"));
+  CHECK(has(t, R"(kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv6"} 1)"));
 }
 
 TEST_CASE("metrics: rest client requests by code, host and method") {

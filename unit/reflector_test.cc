@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <poll.h>
 
+#include <chrono>
+#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -280,14 +282,31 @@ class ListOnlyTransport : public Transport {
   bool cancelled_ = false;
 };
 
-// Defect 7 of issue 11: upstream's first sync waits for Services and EndpointSlices only.
-TEST_CASE("API source: synced once Services and EndpointSlices listed, the Node still missing; deltas land with trigger times") {
+std::string sliceJson(const std::string& name, const std::string& service, const std::string& triggerTime) {
+  return R"({"metadata":{"name":")" + name + R"(","namespace":"default","resourceVersion":"3",)"
+         R"("labels":{"kubernetes.io/service-name":")" + service +
+         R"("},"annotations":{"endpoints.kubernetes.io/last-change-trigger-time":")" + triggerTime + R"("}},)"
+         R"("addressType":"IPv4","endpoints":[{"addresses":["10.1.0.5"]}],"ports":[{"port":8080}]})";
+}
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&secs));
+  return buf;
+}
+
+// Defect 7 of issue 11: upstream's first sync waits for Services and EndpointSlices only. Issue
+// 23: as upstream's change tracker, trigger times from before the source started are not kept.
+TEST_CASE("API source: synced once Services and EndpointSlices listed, the Node still missing; deltas land with "
+          "trigger times from after the start") {
   auto transport = std::make_unique<ListOnlyTransport>();
-  transport->lists["/api/v1/services?"] = svcList("5", {svcJson("web", "4", "10.96.0.10")});
+  transport->lists["/api/v1/services?"] =
+      svcList("5", {svcJson("web", "4", "10.96.0.10"), svcJson("old", "4", "10.96.0.11")});
+  const auto now = std::chrono::system_clock::now();
   transport->lists["/apis/discovery.k8s.io/v1/endpointslices?"] =
-      R"({"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"web-1","namespace":"default","resourceVersion":"3",)"
-      R"("labels":{"kubernetes.io/service-name":"web"},"annotations":{"endpoints.kubernetes.io/last-change-trigger-time":"2026-12-03T06:50:01Z"}},)"
-      R"("addressType":"IPv4","endpoints":[{"addresses":["10.1.0.5"]}],"ports":[{"port":8080}]}]})";
+      R"({"metadata":{"resourceVersion":"5"},"items":[)" + sliceJson("web-1", "web", rfc3339(now + std::chrono::hours(1))) +
+      "," + sliceJson("old-1", "old", rfc3339(now - std::chrono::hours(1))) + "]}";
   state::ClusterState st;
   {
     source::ApiSource src(std::move(transport), "node-a", st);
@@ -314,6 +333,7 @@ TEST_CASE("API source: synced once Services and EndpointSlices listed, the Node 
     CHECK(src.pending() == "Nodes");
     auto trig = src.takeTriggerTimes();
     REQUIRE(trig.count("default/web") == 1);
+    CHECK(trig.count("default/old") == 0);  // its last change was before the start
     CHECK(src.takeTriggerTimes().empty());
   }  // the destructor stops the reflectors (one is backing off, two are watching)
 }

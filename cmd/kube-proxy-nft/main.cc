@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   kpn::sync::Syncer syncer(renderer, runner);
+  metrics.servedFamilies([&syncer] { return syncer.families(); });  // per-family series: served ones only
   kpn::sync::RealClock clock;
   kpn::sync::StateSyncTarget target(clock, state, renderer, syncer, kpn::net::readHostAddresses);
   kpn::sync::SyncLoop loop(clock, source, target, {minSync, syncPeriod});

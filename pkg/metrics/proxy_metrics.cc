@@ -7,7 +7,10 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <array>
+#include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "pkg/metrics/process_collector.h"
 
@@ -40,25 +43,29 @@ Histogram::BucketBoundaries programmingBuckets() {
 const Histogram::BucketBoundaries kSyncBuckets = exponential(0.001, 2, 15);
 const Histogram::BucketBoundaries kRestBuckets{0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0};
 
+// The ip_family label of each nft::Family, by its index.
 const char* const kFamilies[] = {"IPv4", "IPv6"};
+constexpr size_t kFamilyCount = 2;
+size_t index(nft::Family f) { return f == nft::Family::IPv6 ? 1 : 0; }
 
 double seconds(sync::WallTime t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
-template <class T>
-struct PerFamily {
-  T* v4 = nullptr;
-  T* v6 = nullptr;
-  template <class F>
-  void each(F&& f) {
-    f(*v4);
-    f(*v6);
+const char* planName(sync::SyncStats::Plan p) {
+  switch (p) {
+    case sync::SyncStats::Plan::Incremental: return "incremental";
+    case sync::SyncStats::Plan::Reconcile: return "reconcile";
+    case sync::SyncStats::Plan::Full: return "full";
+    case sync::SyncStats::Plan::None: break;
   }
-};
-
-template <class T, class... Extra>
-PerFamily<T> perFamily(prometheus::Family<T>& fam, const Extra&... extra) {
-  return {&fam.Add({{"ip_family", kFamilies[0]}}, extra...), &fam.Add({{"ip_family", kFamilies[1]}}, extra...)};
+  return "none";  // the kernel tables could not be listed: nothing was planned
 }
+
+// One family's series, created when the family is known to be served.
+struct FamilySeries {
+  prometheus::Histogram *sync, *syncFull, *syncPartial, *programming, *conntrack;
+  prometheus::Gauge *last, *lastQueued, *noLocalInternal, *noLocalExternal;
+  prometheus::Counter *failures, *conntrackDeleted;
+};
 
 }  // namespace
 
@@ -174,16 +181,6 @@ struct ProxyMetrics::Families {
                       .Name("kubeproxy_nftables_build_info")
                       .Help("Always 1; labels say the version and the commit this binary was built from")
                       .Register(r)) {
-    sync = perFamily(syncDuration, kSyncBuckets);
-    syncFull = perFamily(syncFullDuration, kSyncBuckets);
-    syncPartial = perFamily(syncPartialDuration, kSyncBuckets);
-    last = perFamily(lastTimestamp);
-    lastQueued = perFamily(lastQueuedTimestamp);
-    programmingH = perFamily(programming, programmingBuckets());
-    failures = perFamily(syncFailures);
-    conntrackH = perFamily(conntrackDuration, kSyncBuckets);
-    conntrackC = perFamily(conntrackDeleted);
-    perFamily(cleanupFailures);  // we delete stale chains in the sync's own transaction: stays 0
     endpointPendingG = &endpointPending.Add({});
     endpointTotalC = &endpointTotal.Add({});
     servicePendingG = &servicePending.Add({});
@@ -192,8 +189,10 @@ struct ProxyMetrics::Families {
       healthz.Add({{"code", code}});
       livez.Add({{"code", code}});
     }
-    for (const char* policy : {"internal", "external"})
-      for (const char* fam : kFamilies) noLocal.Add({{"traffic_policy", policy}, {"ip_family", fam}});
+    // Every plan and result from the start, so that a rate or an increase sees the first one.
+    for (auto plan : {sync::SyncStats::Plan::Incremental, sync::SyncStats::Plan::Reconcile,
+                      sync::SyncStats::Plan::Full, sync::SyncStats::Plan::None})
+      for (const char* result : {"committed", "failed"}) reconcile.Add({{"plan", planName(plan)}, {"result", result}});
     opsH = &txnOps.Add({}, exponential(1, 4, 11));
     bytesH = &txnBytes.Add({}, exponential(256, 4, 11));
     commitH = &commitDuration.Add({}, exponential(0.0005, 2, 16));
@@ -229,10 +228,17 @@ struct ProxyMetrics::Families {
   prometheus::Family<prometheus::Counter>& conntrackDeleted;
   prometheus::Family<prometheus::Gauge>& buildInfo;
 
-  PerFamily<prometheus::Histogram> sync, syncFull, syncPartial, programmingH;
-  PerFamily<prometheus::Gauge> last, lastQueued;
-  PerFamily<prometheus::Counter> failures, conntrackC;
-  PerFamily<prometheus::Histogram> conntrackH;
+  // Written on the sync loop's thread, each family's series before its bit in `served`: a
+  // reader on another thread that sees the bit (acquire) sees the series.
+  std::array<FamilySeries, kFamilyCount> family{};
+  std::atomic<unsigned> served{0};  // bit i: kFamilies[i]
+  std::optional<double> lastQueuedAt;  // a change queued before the families were known
+  template <class F>
+  void eachServed(F&& f) {
+    unsigned mask = served.load(std::memory_order_acquire);
+    for (size_t i = 0; i < kFamilyCount; ++i)
+      if (mask & (1u << i)) f(family[i]);
+  }
   prometheus::Gauge* endpointPendingG;
   prometheus::Counter* endpointTotalC;
   prometheus::Gauge* servicePendingG;
@@ -252,27 +258,47 @@ ProxyMetrics::ProxyMetrics(const BuildInfo& build)
 
 ProxyMetrics::~ProxyMetrics() = default;
 
-void ProxyMetrics::queued(sync::WallTime t) {
-  f_->lastQueued.each([&](prometheus::Gauge& g) { g.Set(seconds(t)); });
+// Creates the series of each family in `families` not served yet (families are added, never
+// removed: what the kernel runs does not change under a running daemon).
+void ProxyMetrics::serve(const std::set<nft::Family>& families) {
+  Families& f = *f_;
+  unsigned mask = f.served.load(std::memory_order_relaxed);
+  for (nft::Family fam : families) {
+    const size_t i = index(fam);
+    if (mask & (1u << i)) continue;
+    const prometheus::Labels l{{"ip_family", kFamilies[i]}};
+    FamilySeries& s = f.family[i];
+    s.sync = &f.syncDuration.Add(l, kSyncBuckets);
+    s.syncFull = &f.syncFullDuration.Add(l, kSyncBuckets);
+    s.syncPartial = &f.syncPartialDuration.Add(l, kSyncBuckets);
+    s.programming = &f.programming.Add(l, programmingBuckets());
+    s.conntrack = &f.conntrackDuration.Add(l, kSyncBuckets);
+    s.last = &f.lastTimestamp.Add(l);
+    s.lastQueued = &f.lastQueuedTimestamp.Add(l);
+    if (f.lastQueuedAt) s.lastQueued->Set(*f.lastQueuedAt);
+    s.noLocalInternal = &f.noLocal.Add({{"traffic_policy", "internal"}, {"ip_family", kFamilies[i]}});
+    s.noLocalExternal = &f.noLocal.Add({{"traffic_policy", "external"}, {"ip_family", kFamilies[i]}});
+    s.failures = &f.syncFailures.Add(l);
+    s.conntrackDeleted = &f.conntrackDeleted.Add(l);
+    f.cleanupFailures.Add(l);  // we delete stale chains in the sync's own transaction: stays 0
+    mask |= 1u << i;
+    f.served.store(mask, std::memory_order_release);
+  }
 }
 
-namespace {
-const char* planName(sync::SyncStats::Plan p) {
-  switch (p) {
-    case sync::SyncStats::Plan::Incremental: return "incremental";
-    case sync::SyncStats::Plan::Reconcile: return "reconcile";
-    case sync::SyncStats::Plan::Full: return "full";
-    case sync::SyncStats::Plan::None: break;
-  }
-  return "none";  // the kernel tables could not be listed: nothing was planned
+void ProxyMetrics::queued(sync::WallTime t) {
+  f_->lastQueuedAt = seconds(t);
+  f_->eachServed([&](FamilySeries& s) { s.lastQueued->Set(seconds(t)); });
 }
-}  // namespace
 
 void ProxyMetrics::synced(const sync::SyncReport& r) {
+  serve(servedSource_ ? servedSource_() : std::set<nft::Family>{nft::Family::IPv4, nft::Family::IPv6});
   const double d = std::chrono::duration<double>(r.duration).count();
-  // One transaction programs both families: each family's series sees the same sync.
-  f_->sync.each([&](prometheus::Histogram& h) { h.Observe(d); });
-  (r.stats.full ? f_->syncFull : f_->syncPartial).each([&](prometheus::Histogram& h) { h.Observe(d); });
+  // One transaction programs every served family: each family's series sees the same sync.
+  f_->eachServed([&](FamilySeries& s) {
+    s.sync->Observe(d);
+    (r.stats.full ? s.syncFull : s.syncPartial)->Observe(d);
+  });
   if (r.stats.ops > 0) {
     f_->opsH->Observe(static_cast<double>(r.stats.ops));
     if (r.stats.bytes > 0) f_->bytesH->Observe(static_cast<double>(r.stats.bytes));
@@ -281,15 +307,15 @@ void ProxyMetrics::synced(const sync::SyncReport& r) {
   f_->reconcile.Add({{"plan", planName(r.stats.plan)}, {"result", r.stats.ok ? "committed" : "failed"}}).Increment();
   // Upstream counts each failed main transaction; one refused as a whole and then committed
   // without the services the kernel refuses is one too.
-  if (!r.stats.ok || r.stats.transactionRejected) f_->failures.each([](prometheus::Counter& c) { c.Increment(); });
+  if (!r.stats.ok || r.stats.transactionRejected) f_->eachServed([](FamilySeries& s) { s.failures->Increment(); });
   if (!r.stats.ok) return;
   f_->rejectedG->Set(static_cast<double>(r.stats.rejectedServices));
   if (r.stats.servicesRefusedNow > 0) f_->rejectionsC->Increment(static_cast<double>(r.stats.servicesRefusedNow));
-  f_->last.each([&](prometheus::Gauge& g) { g.Set(seconds(r.finished)); });
+  f_->eachServed([&](FamilySeries& s) { s.last->Set(seconds(r.finished)); });
   for (const auto& [svc, t] : r.triggerTimes) {
     double latency = std::chrono::duration<double>(r.finished - t).count();
     if (latency < 0) continue;  // clock skew between the node and the control plane
-    f_->programmingH.each([&](prometheus::Histogram& h) { h.Observe(latency); });
+    f_->eachServed([&](FamilySeries& s) { s.programming->Observe(latency); });
   }
 }
 
@@ -307,10 +333,15 @@ void ProxyMetrics::setChangeCounts(const ChangeCounts& c) {
 }
 
 void ProxyMetrics::setNoLocalEndpoints(const NoLocalEndpoints& n) {
-  f_->noLocal.Add({{"traffic_policy", "internal"}, {"ip_family", "IPv4"}}).Set(static_cast<double>(n.internalV4));
-  f_->noLocal.Add({{"traffic_policy", "internal"}, {"ip_family", "IPv6"}}).Set(static_cast<double>(n.internalV6));
-  f_->noLocal.Add({{"traffic_policy", "external"}, {"ip_family", "IPv4"}}).Set(static_cast<double>(n.externalV4));
-  f_->noLocal.Add({{"traffic_policy", "external"}, {"ip_family", "IPv6"}}).Set(static_cast<double>(n.externalV6));
+  unsigned mask = f_->served.load(std::memory_order_acquire);
+  if (mask & 1u) {
+    f_->family[0].noLocalInternal->Set(static_cast<double>(n.internalV4));
+    f_->family[0].noLocalExternal->Set(static_cast<double>(n.externalV4));
+  }
+  if (mask & 2u) {
+    f_->family[1].noLocalInternal->Set(static_cast<double>(n.internalV6));
+    f_->family[1].noLocalExternal->Set(static_cast<double>(n.externalV6));
+  }
 }
 
 void ProxyMetrics::countSkipped(const std::string& kind, const std::string& reason) {
@@ -325,9 +356,10 @@ void ProxyMetrics::observeRestRequest(const std::string& method, const std::stri
 }
 
 void ProxyMetrics::observeConntrackReconcile(const std::string& family, double secs, size_t deleted) {
-  const bool v6 = family == "IPv6";
-  (v6 ? f_->conntrackH.v6 : f_->conntrackH.v4)->Observe(secs);
-  if (deleted > 0) (v6 ? f_->conntrackC.v6 : f_->conntrackC.v4)->Increment(static_cast<double>(deleted));
+  const size_t i = family == kFamilies[1] ? 1 : 0;
+  if (!(f_->served.load(std::memory_order_acquire) & (1u << i))) return;
+  f_->family[i].conntrack->Observe(secs);
+  if (deleted > 0) f_->family[i].conntrackDeleted->Increment(static_cast<double>(deleted));
 }
 
 std::string ProxyMetrics::scrape() const {

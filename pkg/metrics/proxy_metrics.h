@@ -2,13 +2,23 @@
 // types, buckets and labels as upstream's nftables mode registers them, see
 // ../shared/reference/upstream-nftables.md §3) and ours, named kubeproxy_nftables_*. Follows the
 // sync loop as an observer; the HTTP side counts /healthz and /livez replies, the API client its
-// requests. Every member is thread-safe (prometheus-cpp's metrics are).
+// requests. Every member is thread-safe (prometheus-cpp's metrics are), except that the sync
+// loop's calls (queued, synced, setNoLocalEndpoints) come from its one thread.
+//
+// Series labelled ip_family exist for the families this node serves, and only those: upstream
+// runs one proxier per family, so a dual-stack node counts each sync under both and a node
+// whose kernel serves one family (no IPv6 nftables) counts it once. They are created, at zero,
+// with the first sync, when the syncer has probed the kernel: a rate over them then sees the
+// first observation too.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
+#include "nft/expr.h"
 #include "pkg/sync/loop.h"
 
 namespace prometheus {
@@ -43,6 +53,11 @@ class ProxyMetrics : public sync::SyncObserver {
   explicit ProxyMetrics(const BuildInfo& build);
   ~ProxyMetrics() override;
 
+  // Where the served families come from, asked on the sync loop's thread after each sync
+  // (sync::Syncer::families: known once its first sync has probed the kernel). Without it, both.
+  using ServedFamilies = std::function<std::set<nft::Family>()>;
+  void servedFamilies(ServedFamilies source) { servedSource_ = std::move(source); }
+
   void queued(sync::WallTime t) override;
   void synced(const sync::SyncReport& r) override;
 
@@ -56,7 +71,8 @@ class ProxyMetrics : public sync::SyncObserver {
   // One request to the API server, as client-go's rest_client metrics count it.
   void observeRestRequest(const std::string& method, const std::string& host, int code, double seconds);
 
-  // One family's UDP conntrack reconcile pass (pkg/conntrack): its duration and the flows it deleted.
+  // One family's UDP conntrack reconcile pass (pkg/conntrack): its duration and the flows it
+  // deleted. Any thread; a family this node does not serve is not counted.
   void observeConntrackReconcile(const std::string& family, double seconds, size_t deleted);
 
   // The text exposition format of everything above plus the process_* metrics.
@@ -65,8 +81,10 @@ class ProxyMetrics : public sync::SyncObserver {
 
  private:
   struct Families;
+  void serve(const std::set<nft::Family>& families);
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> f_;
+  ServedFamilies servedSource_;
 };
 
 }  // namespace kpn::metrics

@@ -98,9 +98,12 @@ bool ApiSource::apply(Resource r, kube::Delta& d) {
       if (known != sliceService_.end() && known->second != slice->serviceName)
         changed = state_.deleteSlice(ns, known->second, name);
       sliceService_[d.key] = slice->serviceName;
+      // As upstream's endpoints change tracker: a trigger time from before this source started is
+      // a change made before a restart (the initial list carries every slice's last one), not
+      // one this daemon's sync programs; observing it would put hours into the latency histogram.
       auto trig = slice->meta.annotations.find(kube::kLastChangeTriggerTime);
       if (trig != slice->meta.annotations.end())
-        if (auto t = parseRfc3339(trig->second)) {
+        if (auto t = parseRfc3339(trig->second); t && *t > startedAt_) {
           auto key = state::serviceKey(ns, slice->serviceName);
           auto it = triggers_.find(key);
           if (it == triggers_.end() || *t < it->second) triggers_[key] = *t;

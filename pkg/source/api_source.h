@@ -79,6 +79,8 @@ class ApiSource final : public Source {
   mutable bool refinementWarned_ = false;
   std::unordered_map<std::string, std::string> sliceService_;  // "ns/slice" -> service name it was filed under
   std::map<std::string, std::chrono::system_clock::time_point> triggers_;
+  // Trigger times up to this are ignored (see apply()).
+  const std::chrono::system_clock::time_point startedAt_ = std::chrono::system_clock::now();
 };
 
 // Parses an RFC 3339 time ("2026-12-03T06:50:01Z", fractions and offsets allowed).
