@@ -166,9 +166,12 @@ bench: deps $(BIN)
 	$(MAKE) --no-print-directory bench-http
 
 # The health/metrics HTTP server's throughput, threads and fds: a measurement kept among the unit
-# tests (it shares their HTTP client) and skipped there, so it runs here.
-bench-http: deps $(UNIT_BIN)
+# tests (it shares their HTTP client) and skipped there, so it runs here. Then the daemon's ports
+# under hostile clients holding 10 000 connections while probes must get through
+# (bench/http_abuse_bench.py; root, ~5 min; BASELINE=path adds an older binary's figures).
+bench-http: deps $(UNIT_BIN) $(BIN)
 	$(UNIT_BIN) --no-skip -tc='http server: measure*'
+	$(PYTHON) bench/http_abuse_bench.py --binary $(BIN) $(if $(BASELINE),--baseline-binary=$(BASELINE))
 
 # The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed): the
 # binary `make` built here in the runtime stage (no compile in the image), then a check that it

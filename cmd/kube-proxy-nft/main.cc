@@ -160,8 +160,10 @@ int main(int argc, char** argv) {
   kpn::http::Loop httpLoop(kpn::net::httpConnectionBudget(fds.soft));
   kpn::health::HealthCheckPorts healthPorts(httpLoop);
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
-  // sync periods (a commit failing over and over), healthy again once a sync lands.
-  kpn::health::ProxyHealth proxyHealth(clock, 2 * syncPeriod, {"IPv4", "IPv6"});
+  // sync periods (a commit failing over and over), healthy again once a sync lands; for the
+  // families the syncer programs (known from its first sync).
+  kpn::health::ProxyHealth proxyHealth(clock, 2 * syncPeriod,
+                                       [&syncer] { return kpn::health::familyNames(syncer.families()); });
   kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
   kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
   kpn::sync::ProgrammingLatencyLog latencyLog;

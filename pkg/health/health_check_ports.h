@@ -30,13 +30,13 @@ class HealthCheckPorts {
   // addresses changed.
   void update(const state::ClusterState& st, const render::NodeConfig& cfg, const std::set<std::string>* changed,
               const render::Environment& env);
-  void setProxyHealthy(bool healthy);
+  void setProxyHealth(ProxyVerdict v);
 
  private:
   http::Loop& loop_;
   render::HealthCheckIndex index_;
   std::vector<std::string> addresses_;
-  bool healthy_ = true;
+  ProxyVerdict proxy_;
   std::unique_ptr<ServiceHealthServers> servers_;  // null until a service needs a port
 };
 

@@ -6,7 +6,7 @@
 
 namespace kpn::health {
 
-http::Response serviceHealthResponse(const ServiceHealthInfo& svc, bool proxyHealthy) {
+http::Response serviceHealthResponse(const ServiceHealthInfo& svc, const ProxyVerdict& proxy) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
@@ -20,11 +20,16 @@ http::Response serviceHealthResponse(const ServiceHealthInfo& svc, bool proxyHea
   w.Key("localEndpoints");
   w.Int(svc.localEndpoints);
   w.Key("serviceProxyHealthy");
-  w.Bool(proxyHealthy);
+  w.Bool(proxy.healthy);
+  if (!proxy.healthy) {
+    w.Key("reason");
+    std::string why = "kube-proxy is unhealthy: " + proxy.reason;
+    w.String(why.c_str(), static_cast<rapidjson::SizeType>(why.size()));
+  }
   w.EndObject();
 
   http::Response r;
-  r.status = svc.localEndpoints > 0 && proxyHealthy ? 200 : 503;
+  r.status = svc.localEndpoints > 0 && proxy.healthy ? 200 : 503;
   r.headers = {{"Content-Type", "application/json"},
                {"X-Content-Type-Options", "nosniff"},
                // Newer upstream sends it: load balancers that weigh nodes (GCE) read it.
@@ -112,7 +117,12 @@ http::Response ServiceHealthServers::handle(int port) const {
   auto it = ports_.find(port);
   // Unreachable: a port leaves ports_ together with its servers, on this thread.
   if (it == ports_.end()) return http::Response{503, {}, ""};
-  return serviceHealthResponse(it->second.info, proxyHealthy_.load());
+  ProxyVerdict proxy;
+  {
+    std::lock_guard<std::mutex> g(proxyMu_);
+    proxy = proxy_;
+  }
+  return serviceHealthResponse(it->second.info, proxy);
 }
 
 std::vector<int> ServiceHealthServers::listeningPorts() const {
