@@ -129,14 +129,13 @@ unit-asan: deps
 e2e: deps $(BIN) $(FOREIGN_TABLES) image
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
-# The README's test command, and CI's. Packages first, then the daemon and the sanitized unit
-# tests, each built in parallel (CI calls plain `make test`); the unit tests run under ASan +
-# UBSan + LSan (no root), then the image (e2e/test_86_image.py runs it under podman), then the
-# real-kernel scenarios; pytest's summary line ends the run.
+# The README's test command, and CI's. Packages first, then the daemon; then, side by side, the
+# sanitized unit tests (built in parallel, run under ASan + UBSan + LSan, no root) and the image
+# (mostly debootstrap's downloads and unpacking; e2e/test_86_image.py runs it under podman); then
+# the real-kernel scenarios; pytest's summary line ends the run.
 test: deps
 	$(MAKE) --no-print-directory -j$(NPROC) $(BIN) $(FOREIGN_TABLES)
-	$(MAKE) --no-print-directory unit-asan
-	$(MAKE) --no-print-directory image
+	$(MAKE) --no-print-directory -j2 unit-asan image
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # For bench/libnftables_cache_cost.py: the cache-scope interposers as an LD_PRELOAD library.
