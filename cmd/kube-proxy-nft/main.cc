@@ -1,6 +1,5 @@
 // kube-proxy-nft: makes Service traffic work on this node with one atomic nftables ruleset.
 // Wiring only: flags/--config -> source -> store -> syncer; each piece lives in pkg/ or nft/.
-#include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <malloc.h>
 #include <poll.h>
@@ -35,6 +34,7 @@
 #include "pkg/http/server.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
+#include "pkg/logging/glog_setup.h"
 #include "pkg/metrics/daemon_servers.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/metrics/sync_follower.h"
@@ -77,21 +77,17 @@ int runCleanup() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kpn::logging::startLogging(argv[0]);
   // The same binary is the libnftables helper process (nft/nft_helper.h).
   if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
   if (auto rc = kpn::cmd::runTraceIfAsked(argc, argv)) return *rc;
-  gflags::SetVersionString(kpn::config::versionLine());
-  gflags::SetUsageMessage("kube-proxy-nft (--manifests=DIR | --kubeconfig=FILE | --master=URL | in a pod) [flags]: Kubernetes Services on this node, as one nftables ruleset");
-  FLAGS_logtostderr = true;
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
   // Big short-lived buffers (list bodies and their JSON trees, transactions) straight from mmap,
   // so they go back to the system when freed. glibc's default threshold rises to 32 MiB after
   // the first such buffer is freed, after which they land in the heap between long-lived
   // objects and keep its pages resident.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
-  const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit();
+  const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit({argv + 1, argv + argc});
   if (conf.options.cleanup) return runCleanup();
   if (conf.options.initOnly) {  // upstream's --init-only: the privileged start-up steps, then exit
     auto err = kpn::node::prepareNode(conf);
