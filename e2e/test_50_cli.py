@@ -104,8 +104,13 @@ table ip unrelated {
     tables = lab.nft("list", "tables")
     assert "kube-proxy" not in tables, tables
     assert "table ip unrelated" in tables, "--cleanup removed a table that is not its own"
+    # What it removed, at the default verbosity.
+    assert "cleanup: deleted table ip kube-proxy (1 chains, 0 sets and maps)" in p.stderr, p.stderr
+    assert "cleanup: deleted table ip6 kube-proxy (0 chains, 1 sets and maps)" in p.stderr, p.stderr
+    assert "cleanup: none of upstream kube-proxy's iptables-mode chains found" in p.stderr, p.stderr
     p = sh([netlab.BIN, "--cleanup"], ns=lab.node, check=False, timeout=30)
     assert p.returncode == 0, f"--cleanup with nothing to clean: exit {p.returncode}: {p.stderr[-2000:]}"
+    assert "cleanup: no table ip kube-proxy" in p.stderr and "cleanup: no table ip6 kube-proxy" in p.stderr, p.stderr
     # also after a real daemon run
     write_dry_manifests(lab)
     d = lab.start_daemon()

@@ -1,6 +1,8 @@
 """What the daemon writes to its log, as log pipelines and operators read kube-proxy's: klog's text
 header on every line (the libnftables helper's too), klog's JSON with --logging-format=json, the
-split streams and --log-file."""
+split streams and --log-file, and what shows at the default verbosity: the version, the caches
+listed, the first sync, each failure with its cause, an unreachable API server's address and
+errno."""
 import json
 import os
 import re
@@ -8,6 +10,7 @@ import time
 
 import pytest
 
+from apiserver_lab import ApiServer
 from netlab import endpoint_slice, node_object, service
 from test_60_kube_api import wait_for
 
@@ -99,3 +102,44 @@ def test_log_file_takes_every_line_and_stderr_the_errors_as_klog(lab):
     assert any(HELPER in l for l in logged), "the helper does not write to the log file"
     # --stderrthreshold's default (ERROR): only errors are copied to stderr.
     assert all(l.startswith("E") for l in d.stderr().splitlines()), d.stderr()
+
+
+def start_against_api(lab, verbosity):
+    api = ApiServer(lab)
+    a, = lab.add_backends(1, tcp=[8080], udp=[])
+    api.create([node_object(), service("web", HTTP, ["10.96.7.10"]), endpoint_slice("web", [a.v4], HTTP_SLICE)])
+    kc = api.kubeconfig_token(os.path.join(lab.tmp, "daemon.kubeconfig"), token_file=True)
+    return api, lab.daemon([f"--kubeconfig={kc}", f"--v={verbosity}"], manifests=False).start()
+
+
+@pytest.mark.parametrize("verbosity", ["0", "1"])  # 0: upstream's default; 1: deploy/configmap.yaml's
+def test_default_verbosity_shows_the_version_the_caches_listed_and_the_first_sync(lab, verbosity):
+    api, d = start_against_api(lab, verbosity)
+    d.wait_for("first sync done: ")
+    log = d.stderr()
+    assert re.search(r"\] kube-proxy-nft \S+ \(commit \S+\) on node ", log), log
+    for kind in ("Services", "EndpointSlices", "Nodes", "ServiceCIDRs"):
+        assert f"{kind} listed from {api.url}" in log, kind
+    assert re.search(r"\] first sync done: 1 services, \d+ operations in [\d.]+ ms", log), log
+    assert "sync done full=" not in log  # that one is -v=2
+
+
+def test_an_unreachable_api_server_is_named_with_its_address_and_errno(lab):
+    api, d = start_against_api(lab, "0")
+    d.wait_for("Services listed from")
+    api.stop()
+    port = api.url.rsplit(":", 1)[1]
+    want = re.compile(r"Service (?:list|watch) failed: GET " + re.escape(api.url) + r"/api/v1/services: connect "
+                      r"127\.0\.0\.1:" + port + r": Connection refused \(111\)")
+    wait_for(lambda: want.search(d.stderr()), 15, "the failure naming the address and errno")
+
+
+def test_default_verbosity_shows_each_failed_sync_with_its_cause(lab):
+    two_services(lab)
+    # Every transaction on our tables is refused, whatever services it holds.
+    d = lab.daemon(["--v=0"], env={"KPN_FAULT_REFUSE_TEXT": '"table":"kube-proxy"'}).start()
+    wait_for(lambda: d.stderr().count("sync failed (") >= 2, 20, "two failed syncs")
+    log = d.stderr()
+    assert "sync failed: nft rejects the transaction even without any service's rules (Operation not permitted " \
+           "(failpoint KPN_FAULT_REFUSE_TEXT))" in log, log
+    assert re.search(r"sync failed \(1 in a row\); retrying in \d+ ms", log), log

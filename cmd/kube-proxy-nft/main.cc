@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 
+#include "cmd/kube-proxy-nft/cleanup_command.h"
 #include "cmd/kube-proxy-nft/flags.h"
 #include "cmd/kube-proxy-nft/state_source.h"
 #include "cmd/kube-proxy-nft/trace_command.h"
@@ -48,6 +49,7 @@
 #include "pkg/sync/loop.h"
 #include "pkg/sync/programming_latency_log.h"
 #include "pkg/sync/state_sync_target.h"
+#include "pkg/sync/sync_log.h"
 #include "pkg/sync/syncer.h"
 
 namespace {
@@ -58,20 +60,6 @@ int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& s
   kpn::nft::Plan plan = kpn::nft::planReconcile({}, rs);  // against empty tables: everything is added
   std::cout << kpn::nft::staticDeclarationsText(rs) << plan.txn.toText();
   return 0;
-}
-
-int runCleanup() {
-  kpn::nft::NftRunner runner;
-  int rc = 0;
-  for (auto f : {kpn::nft::Family::IPv4, kpn::nft::Family::IPv6}) {
-    auto r = runner.deleteTable(f, "kube-proxy");
-    if (!r.ok) {
-      LOG(ERROR) << "cannot delete table " << kpn::nft::familyName(f) << " kube-proxy: " << r.error;
-      rc = 1;
-    }
-  }
-  if (!kpn::nft::removeIptablesLeftovers(runner).ok) rc = 1;
-  return rc;
 }
 
 }  // namespace
@@ -88,7 +76,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
   const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit({argv + 1, argv + argc});
-  if (conf.options.cleanup) return runCleanup();
+  if (conf.options.cleanup) return kpn::cmd::runCleanup();
   if (conf.options.initOnly) {  // upstream's --init-only: the privileged start-up steps, then exit
     auto err = kpn::node::prepareNode(conf);
     if (err) std::cerr << *err << "\n";
@@ -159,6 +147,7 @@ int main(int argc, char** argv) {
   kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
   kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
   kpn::sync::ProgrammingLatencyLog latencyLog;
+  kpn::sync::SyncLog syncLog(state);
   // After each sync, stale UDP conntrack entries go, on the worker's own thread.
   kpn::conntrack::CleanupWorker conntrackWorker(kpn::conntrack::openKernelFlowTable,
                                                 [&metrics](const char* family, const kpn::conntrack::FamilyResult& r) {
@@ -166,7 +155,7 @@ int main(int argc, char** argv) {
                                                 });
   kpn::conntrack::CleanupFollower conntrackFollower(state, cfg, conntrackWorker);
   for (kpn::sync::SyncObserver* o : std::initializer_list<kpn::sync::SyncObserver*>{
-           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &conntrackFollower})
+           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &syncLog, &conntrackFollower})
     loop.addObserver(o);
   kpn::metrics::DaemonServers servers;
   if (auto err = servers.start(httpLoop,
@@ -176,7 +165,7 @@ int main(int argc, char** argv) {
     LOG(ERROR) << *err;
     return 1;
   }
-  LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
+  LOG(INFO) << "kube-proxy-nft " << kpn::config::versionLine() << " on node " << cfg.nodeName << ", source: " << source.describe();
   auto monitor = kpn::nft::TableMonitor::forTablesOf(  // repairs outside damage; our helper's commits are ours
       renderer.skeleton(), [&runner](uint32_t pid) { return runner.committedBy(static_cast<pid_t>(pid)); });
   if (monitor) syncer.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
