@@ -180,7 +180,7 @@ std::vector<FlagSpec> makeTable() {
        "--version, --version=raw: print the version and exit; --version=vX.Y.Z: report that version (start-up line, "
        "metrics) and run",
        nullptr},
-      {"help", K::Command, Sec::RunOnce, "bool", "false", "This text (also -h)", nullptr},
+      {"help", K::Command, Sec::RunOnce, "bool", "false", "This text", nullptr},
 
       // Logging (KubeProxyConfiguration `logging:`; a flag given wins over the file).
       {"logging-format", K::Logging, Sec::Logging, "string", "text",
@@ -225,8 +225,8 @@ std::vector<FlagSpec> makeTable() {
        "With --logtostderr=false: append every line to this file (no effect otherwise, as klog)",
        [](Loaded& l, S v) { l.options.klog.logFile = v; }},
       {"log-dir", K::Klog, Sec::Klog, "string", "",
-       "With --logtostderr=false and no --log-file: one file per severity in this directory, named as klog and glog "
-       "name them (default: the temporary directory)",
+       "With --logtostderr=false and no --log-file: one file per severity in this directory, named as klog names "
+       "them (default: the temporary directory)",
        [](Loaded& l, S v) { l.options.klog.logDir = v; }},
       {"log-file-max-size", K::Klog, Sec::Klog, "uint", "1800",
        "MB a log file may grow to: --log-file starts over (as klog), --log-dir moves to a new file; 0: no limit",
@@ -241,7 +241,7 @@ std::vector<FlagSpec> makeTable() {
        "Accepted, not honoured: a --log-dir file holds its severity and the ones above",
        [](Loaded& l, S v) { l.options.klog.oneOutput = flagBool("one-output", v); }},
       {"skip-log-headers", K::Klog, Sec::Klog, "bool", "false",
-       "Accepted, not honoured: --log-dir files start with glog's header lines",
+       "Accepted, not honoured: --log-dir files start with a few header lines",
        [](Loaded& l, S v) { l.options.klog.skipLogHeaders = flagBool("skip-log-headers", v); }},
 
       // Accepted so that upstream's command lines run; nothing here reads them.

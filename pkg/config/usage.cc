@@ -41,7 +41,8 @@ void wrapped(std::ostream& out, const std::string& text) {
 void flagEntry(std::ostream& out, const FlagSpec& f) {
   std::string type = f.type;
   out << "  " << (std::string(f.name) == "help" ? "-h, " : std::string(f.name) == "v" ? "-v, " : "") << "--" << f.name;
-  if (type != "bool") out << " " << type;
+  if (type == "version") out << "[=raw|vX.Y.Z]";
+  else if (type != "bool") out << " " << type;
   if (*f.defaultText && std::string(f.defaultText) != "false") out << "   (default " << f.defaultText << ")";
   out << "\n";
   wrapped(out, f.help);
