@@ -6,6 +6,9 @@
 
 #include <glog/logging.h>
 
+#include <cstdio>
+#include <string>
+
 #include "pkg/state/cluster_state.h"
 #include "pkg/sync/loop.h"
 
@@ -20,11 +23,11 @@ class SyncLog : public SyncObserver {
       failedBefore_ = r.consecutiveFailures;
       return;
     }
-    const double ms = std::chrono::duration<double, std::milli>(r.duration).count();
+    const std::string ms = millis(std::chrono::duration<double, std::milli>(r.duration).count());
     if (!programmed_)
       LOG(INFO) << "first sync done: " << state_.services.size() << " services, " << r.stats.ops << " operations in "
-                << ms << " ms (render " << r.stats.renderMs << ", diff " << r.stats.diffMs << ", commit "
-                << r.stats.commitMs << ")";
+                << ms << " ms (render " << millis(r.stats.renderMs) << ", diff " << millis(r.stats.diffMs)
+                << ", commit " << millis(r.stats.commitMs) << ")";
     else if (failedBefore_)
       LOG(INFO) << "sync succeeded after " << failedBefore_ << " failed attempts: " << r.stats.ops << " operations in "
                 << ms << " ms";
@@ -33,6 +36,12 @@ class SyncLog : public SyncObserver {
   }
 
  private:
+  static std::string millis(double ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", ms);
+    return buf;
+  }
+
   const state::ClusterState& state_;
   bool programmed_ = false;
   int failedBefore_ = 0;  // failures in a row before this report, as the loop counts them
