@@ -6,10 +6,12 @@ errno."""
 import json
 import os
 import re
+import subprocess
 import time
 
 import pytest
 
+import netlab
 from apiserver_lab import ApiServer
 from netlab import endpoint_slice, node_object, service
 from test_60_kube_api import wait_for
@@ -102,6 +104,24 @@ def test_log_file_takes_every_line_and_stderr_the_errors_as_klog(lab):
     assert any(HELPER in l for l in logged), "the helper does not write to the log file"
     # --stderrthreshold's default (ERROR): only errors are copied to stderr.
     assert all(l.startswith("E") for l in d.stderr().splitlines()), d.stderr()
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_trace_subcommand_logs_its_warnings_in_the_same_format(lab, fmt):
+    # No Node object in the folder: rendering warns that it takes the default route's addresses.
+    lab.manifests.write("web.yaml", [service("web", HTTP, ["10.96.7.3"]), endpoint_slice("web", ["10.244.0.5"],
+                                                                                         HTTP_SLICE)])
+    p = subprocess.run(["ip", "netns", "exec", lab.node, netlab.BIN, "trace", "--from=pod", "--src=10.244.0.11",
+                        "--dst=10.96.7.3:80", "--proto=tcp", f"--manifests={lab.manifests.path}",
+                        f"--hostname-override={netlab.NODE_NAME}", f"--logging-format={fmt}"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.splitlines()
+    assert any("no Node object" in l for l in lines), lines
+    if fmt == "json":
+        assert all(o["msg"] and "v" in o for o in json_lines(p.stderr)), lines  # warnings only: "v":0
+    else:
+        assert all(l.startswith("W") and KLOG.match(l) for l in lines), lines
 
 
 def start_against_api(lab, verbosity):
