@@ -2,6 +2,7 @@
 // precedence of upstream's cmd/kube-proxy/app/options.go.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -126,7 +127,7 @@ TEST_CASE("config: the issue's ConfigMap, verbatim, decodes, validates and runs 
   CHECK(n.warnings[0] == "mode: \"ipvs\" is not implemented by kube-proxy-nft; running in nftables mode");
   bool schedulerNoted = false, excludeNoted = false;
   for (const std::string& i : n.info) {
-    schedulerNoted |= i.rfind("ipvs.scheduler: \"rr\" kept", 0) == 0;
+    schedulerNoted |= i == "ipvs.scheduler: \"rr\": new connections are balanced round-robin (docs/schedulers.md)";
     excludeNoted |= i.rfind("ipvs.excludeCIDRs: [10.96.0.10/32] accepted", 0) == 0;
   }
   CHECK(schedulerNoted);
@@ -137,6 +138,28 @@ TEST_CASE("config: the issue's ConfigMap, verbatim, decodes, validates and runs 
   CHECK(nc.clusterCidrV4->str() == "10.244.0.0/16");
   CHECK(nc.masqueradeMark == 0x4000);
   CHECK(nc.nodePortPrimary);
+  CHECK(nc.scheduler == kpn::render::Scheduler::RoundRobin);  // what the start-up line says
+}
+
+TEST_CASE("config: the start-up line names the scheduler the rules use, for every IPVS name") {
+  // Before: in ipvs mode "rr" was logged as "chosen at random" while the rules rotated, and the
+  // others as "not honoured".
+  for (const char* name : {"rr", "wrr", "sh", "mh", "lc", "random", "round-robin", "source-hash"}) {
+    CAPTURE(name);
+    ProxyConfig c = decodeOk(std::string("mode: ipvs\nipvs: {scheduler: ") + name + "}\n");
+    kpn::render::NodeConfig nc;
+    REQUIRE_FALSE(toNodeConfig(c, nc, nullptr));
+    std::string expected = std::string("ipvs.scheduler: \"") + name + "\": new connections are balanced " +
+                           kpn::render::schedulerName(nc.scheduler) + " (docs/schedulers.md)";
+    StartupNotes n = startupNotes(c);
+    CHECK(std::count(n.info.begin(), n.info.end(), expected) == 1);
+    for (const std::string& line : n.info) CHECK_MESSAGE((line.find("scheduler") == std::string::npos || line == expected), line);
+    for (const std::string& line : n.warnings) CHECK_MESSAGE(line.find("scheduler") == std::string::npos, line);
+  }
+  // Unset in ipvs mode: IPVS's default (rr) is not ours (random), and the line says so.
+  StartupNotes n = startupNotes(decodeOk("mode: ipvs\n"));
+  REQUIRE(n.info.size() == 1);
+  CHECK(n.info[0].rfind("ipvs.scheduler unset: IPVS would balance round-robin (rr); kube-proxy-nft's default is random", 0) == 0);
 }
 
 TEST_CASE("config: every field decodes from YAML") {
@@ -573,13 +596,37 @@ TEST_CASE("flags: bad flags, unreadable and bad files are one line naming the fl
   CHECK(loadErr({{"no-such-flag", "1"}}) == "unknown flag --no-such-flag");
 }
 
-TEST_CASE("flags: --nodeport-addresses keeps today's leniency: a bad entry is skipped with a warning") {
-  Loaded l = load({{"nodeport-addresses", "not-a-cidr,10.0.0.0/8"}});
-  CHECK(l.config.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8"});
-  REQUIRE(l.warnings.size() == 1);
-  CHECK(l.warnings[0] == "--nodeport-addresses: \"not-a-cidr\" is not a CIDR; skipped");
-  l = load({{"nodeport-addresses", "primary"}});
-  CHECK(l.config.nodePortAddresses == std::vector<std::string>{"primary"});
+TEST_CASE("flags: a bad --nodeport-addresses entry is refused naming it, as the same value in --config is") {
+  // Before: "10.0.0.0/33" was skipped with a warning and the node served NodePorts on "primary".
+  CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/33"}}) ==
+        "invalid value \"10.0.0.0/33\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+  CHECK(loadErr({{"nodeport-addresses", "not-a-cidr,10.0.0.0/8"}}) ==
+        "invalid value \"not-a-cidr\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+  CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/8,,192.168.0.0/16"}}) ==
+        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+  CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/8,"}}) ==
+        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+  CHECK(loadErr({{"nodeport-addresses", "primary,10.0.0.0/8"}}) ==
+        "invalid value \"primary,10.0.0.0/8\" for --nodeport-addresses: can't use both 'primary' and CIDRs");
+  ReadFile fs = files({{"/cfg", std::string(kHeader) + "nodePortAddresses: [10.0.0.0/33]\n"}});
+  CHECK(loadErr({{"config", "/cfg"}}, fs) ==
+        "--config=/cfg: nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR or 'primary'");
+  // Good values, and no warning about them.
+  Loaded l = load({{"nodeport-addresses", "10.0.0.0/8,fd00::/64"}});
+  CHECK(l.config.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8", "fd00::/64"});
+  CHECK(l.warnings.empty());
+  CHECK(load({{"nodeport-addresses", "primary"}}).config.nodePortAddresses == std::vector<std::string>{"primary"});
+  CHECK(load({{"nodeport-addresses", ""}}).config.nodePortAddresses.empty());
+}
+
+TEST_CASE("flags: the other list flags refuse a bad entry too") {
+  CHECK(loadErr({{"cluster-cidr", "10.244.0.0/33"}}).rfind("invalid configuration: clusterCIDR: \"10.244.0.0/33\"", 0) == 0);
+  CHECK(loadErr({{"feature-gates", "A=maybe"}}) == "invalid value \"maybe\" for --feature-gates: want true or false");
+  CHECK(loadErr({{"vmodule", "loop=x"}}) == "invalid value \"x\" for --vmodule: want a 32-bit integer");
+  CHECK(loadErr({{"vmodule", "=3"}}) == "invalid value \"=3\" for --vmodule: want PATTERN=N,...");
+  // ipvs.excludeCIDRs is checked in ipvs mode only, as upstream (nothing reads it otherwise).
+  CHECK(loadErr({{"proxy-mode", "ipvs"}, {"ipvs-exclude-cidrs", "10.0.0.0/8,nope"}}) ==
+        "invalid configuration: ipvs.excludeCIDRs[1]: \"nope\": must be a valid CIDR");
 }
 
 TEST_CASE("config: the node name is the override, else the hostname, lowercased") {
@@ -609,11 +656,12 @@ iptables: {snatNodeInternalIP: true}
 )");
   REQUIRE(validate(c).empty());
   std::vector<std::string> w = startupNotes(c).warnings;
-  const char* const fields[] = {"mode: \"ipvs\"", "ipvs.scheduler: \"wrr\" kept for later; not honoured", "ipvs.strictARP",
-                                "ipvs.tcpTimeout", "portRange: \"30000-32767\"", "featureGates.Gate1: true",
-                                "enableProfiling", "showHiddenMetricsForVersion", "bindAddress: \"10.0.0.9\"",
-                                "logging.format", "clientConnection.contentType", "clientConnection.acceptContentTypes",
-                                "winkernel.*", "iptables.snatNodeInternalIP"};
+  // (ipvs.scheduler wrr is round-robin here, logged as such: toNodeConfig warns about the weights.
+  // logging.format json is honoured.)
+  const char* const fields[] = {"mode: \"ipvs\"", "ipvs.strictARP", "ipvs.tcpTimeout", "portRange: \"30000-32767\"",
+                                "featureGates.Gate1: true", "enableProfiling", "showHiddenMetricsForVersion",
+                                "bindAddress: \"10.0.0.9\"", "clientConnection.contentType",
+                                "clientConnection.acceptContentTypes", "winkernel.*", "iptables.snatNodeInternalIP"};
   CHECK(w.size() == std::size(fields));
   for (const char* f : fields) {
     size_t n = 0;

@@ -1,6 +1,5 @@
 // kube-proxy-nft: makes Service traffic work on this node with one atomic nftables ruleset.
 // Wiring only: flags/--config -> source -> store -> syncer; each piece lives in pkg/ or nft/.
-#include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <malloc.h>
 #include <poll.h>
@@ -16,6 +15,7 @@
 #include <memory>
 #include <optional>
 
+#include "cmd/kube-proxy-nft/cleanup_command.h"
 #include "cmd/kube-proxy-nft/flags.h"
 #include "cmd/kube-proxy-nft/state_source.h"
 #include "cmd/kube-proxy-nft/trace_command.h"
@@ -35,6 +35,7 @@
 #include "pkg/http/server.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
+#include "pkg/logging/glog_setup.h"
 #include "pkg/metrics/daemon_servers.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/metrics/sync_follower.h"
@@ -48,6 +49,7 @@
 #include "pkg/sync/loop.h"
 #include "pkg/sync/programming_latency_log.h"
 #include "pkg/sync/state_sync_target.h"
+#include "pkg/sync/sync_log.h"
 #include "pkg/sync/syncer.h"
 
 namespace {
@@ -60,39 +62,21 @@ int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& s
   return 0;
 }
 
-int runCleanup() {
-  kpn::nft::NftRunner runner;
-  int rc = 0;
-  for (auto f : {kpn::nft::Family::IPv4, kpn::nft::Family::IPv6}) {
-    auto r = runner.deleteTable(f, "kube-proxy");
-    if (!r.ok) {
-      LOG(ERROR) << "cannot delete table " << kpn::nft::familyName(f) << " kube-proxy: " << r.error;
-      rc = 1;
-    }
-  }
-  if (!kpn::nft::removeIptablesLeftovers(runner).ok) rc = 1;
-  return rc;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  kpn::logging::startLogging(argv[0]);
   // The same binary is the libnftables helper process (nft/nft_helper.h).
   if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
   if (auto rc = kpn::cmd::runTraceIfAsked(argc, argv)) return *rc;
-  gflags::SetVersionString(kpn::config::versionLine());
-  gflags::SetUsageMessage("kube-proxy-nft (--manifests=DIR | --kubeconfig=FILE | --master=URL | in a pod) [flags]: Kubernetes Services on this node, as one nftables ruleset");
-  FLAGS_logtostderr = true;
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
   // Big short-lived buffers (list bodies and their JSON trees, transactions) straight from mmap,
   // so they go back to the system when freed. glibc's default threshold rises to 32 MiB after
   // the first such buffer is freed, after which they land in the heap between long-lived
   // objects and keep its pages resident.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
-  const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit();
-  if (conf.options.cleanup) return runCleanup();
+  const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit({argv + 1, argv + argc});
+  if (conf.options.cleanup) return kpn::cmd::runCleanup();
   if (conf.options.initOnly) {  // upstream's --init-only: the privileged start-up steps, then exit
     kpn::nft::NftRunner runner;
     auto err = kpn::node::prepareNode(conf, runner);
@@ -167,6 +151,7 @@ int main(int argc, char** argv) {
   kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
   kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
   kpn::sync::ProgrammingLatencyLog latencyLog;
+  kpn::sync::SyncLog syncLog(state);
   // After each sync, stale UDP conntrack entries go, on the worker's own thread.
   kpn::conntrack::CleanupWorker conntrackWorker(kpn::conntrack::openKernelFlowTable,
                                                 [&metrics](const char* family, const kpn::conntrack::FamilyResult& r) {
@@ -174,7 +159,7 @@ int main(int argc, char** argv) {
                                                 });
   kpn::conntrack::CleanupFollower conntrackFollower(state, cfg, conntrackWorker);
   for (kpn::sync::SyncObserver* o : std::initializer_list<kpn::sync::SyncObserver*>{
-           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &conntrackFollower})
+           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &syncLog, &conntrackFollower})
     loop.addObserver(o);
   kpn::metrics::DaemonServers servers;
   if (auto err = servers.start(httpLoop,
@@ -184,7 +169,7 @@ int main(int argc, char** argv) {
     LOG(ERROR) << *err;
     return 1;
   }
-  LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
+  LOG(INFO) << "kube-proxy-nft " << kpn::config::versionLine() << " on node " << cfg.nodeName << ", source: " << source.describe();
   auto monitor = kpn::nft::TableMonitor::forTablesOf(renderer.skeleton());  // repairs outside damage
   if (monitor) runner.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
   kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get());

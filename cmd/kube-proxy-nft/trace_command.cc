@@ -1,6 +1,5 @@
 #include "cmd/kube-proxy-nft/trace_command.h"
 
-#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include <cstring>
@@ -23,23 +22,6 @@
 namespace kpn::cmd {
 
 namespace {
-
-// Every argument that is not a trace flag must be a flag the daemon defines (its source and
-// settings); anything else is a bad argument, reported in one line (gflags would exit 1).
-std::optional<std::string> checkDaemonFlags(const std::vector<std::string>& rest) {
-  for (const std::string& a : rest) {
-    if (a.empty() || a[0] != '-') return "trace: unexpected argument \"" + a + "\"";
-    std::string name = a.substr(a.rfind("--", 0) == 0 ? 2 : 1);
-    name = name.substr(0, name.find('='));
-    for (char& c : name)
-      if (c == '-') c = '_';
-    gflags::CommandLineFlagInfo info;
-    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info) ||
-                 (name.rfind("no", 0) == 0 && gflags::GetCommandLineFlagInfo(name.c_str() + 2, &info) && info.type == "bool");
-    if (!known) return "trace: unknown flag " + a.substr(0, a.find('='));
-  }
-  return std::nullopt;
-}
 
 // The live table of this node: our own table only, listed through the scoped helper.
 std::optional<nft::eval::EvalTable> liveTable(nft::Family f, bool* exists, std::string* error) {
@@ -102,19 +84,14 @@ std::optional<int> runTraceIfAsked(int argc, char** argv) {
     std::cerr << error << "\n";
     return 2;
   }
-  if (auto bad = checkDaemonFlags(parsed->rest)) {
-    std::cerr << *bad << "\n";
+  // Every argument that is not a trace flag must be one of the daemon's (its source and settings).
+  config::GivenFlags daemonFlags;
+  if (auto bad = config::parseArgs(parsed->rest, daemonFlags)) {
+    std::cerr << "trace: " << *bad << "\n";
     return 2;
   }
-  std::vector<char*> gargv = {argv[0]};
-  for (auto& a : parsed->rest) gargv.push_back(a.data());
-  int gargc = static_cast<int>(gargv.size());
-  char** gp = gargv.data();
-  FLAGS_logtostderr = true;
   FLAGS_minloglevel = 1;  // warnings and errors only: the trace is the output
-  gflags::ParseCommandLineFlags(&gargc, &gp, true);
-  google::InitGoogleLogging(argv[0]);
-  const config::Loaded conf = loadConfigOrExit();
+  const config::Loaded conf = loadConfigOrExit(parsed->rest);
   const trace::Request& req = parsed->request;
 
   const net::HostAddresses host = net::readHostAddresses();

@@ -1,12 +1,11 @@
 #include "pkg/config/warnings.h"
 
+#include "pkg/render/scheduler.h"
 #include "pkg/sync/duration.h"
 
 namespace kpn::config {
 
 namespace {
-
-const char* const kHonouredSchedulers = "rr (random choice per connection: numgen random)";
 
 std::string joinCidrs(const std::vector<std::string>& v) {
   std::string s;
@@ -21,12 +20,17 @@ StartupNotes startupNotes(const ProxyConfig& c) {
   auto& w = n.warnings;
   if (c.mode == "iptables" || c.mode == "ipvs")
     w.push_back("mode: \"" + c.mode + "\" is not implemented by kube-proxy-nft; running in nftables mode");
+  // What the scheduler named does here (the mapping is render's; its warnings come from toNodeConfig).
+  if (!c.ipvs.scheduler.empty()) {
+    render::SchedulerChoice s = render::parseScheduler(c.ipvs.scheduler);
+    if (s.known)
+      n.info.push_back("ipvs.scheduler: \"" + c.ipvs.scheduler + "\": new connections are balanced " +
+                       render::schedulerName(s.scheduler) + " (docs/schedulers.md)");
+  } else if (c.mode == "ipvs") {
+    n.info.push_back("ipvs.scheduler unset: IPVS would balance round-robin (rr); kube-proxy-nft's default is random, "
+                     "as upstream's nftables mode (set rr for round-robin; docs/schedulers.md)");
+  }
   if (c.mode == "ipvs") {
-    std::string s = c.ipvs.scheduler.empty() ? "rr" : c.ipvs.scheduler;
-    if (s == "rr")
-      n.info.push_back("ipvs.scheduler: \"" + s + "\" kept; endpoints are chosen at random per connection (numgen random), the nftables equivalent");
-    else
-      w.push_back("ipvs.scheduler: \"" + s + "\" kept for later; not honoured: only " + kHonouredSchedulers + " today");
     if (!c.ipvs.excludeCIDRs.empty())
       n.info.push_back("ipvs.excludeCIDRs: [" + joinCidrs(c.ipvs.excludeCIDRs) + "] accepted; nothing to do: kube-proxy-nft never touches IPVS");
     if (c.ipvs.strictARP) w.push_back("ipvs.strictARP: true not honoured (no kube-ipvs0 interface here)");
@@ -44,7 +48,6 @@ StartupNotes startupNotes(const ProxyConfig& c) {
     w.push_back("showHiddenMetricsForVersion: \"" + c.showHiddenMetricsForVersion + "\" ignored (no hidden metrics)");
   if (c.bindAddress != "0.0.0.0" && c.bindAddress != "::")
     w.push_back("bindAddress: \"" + c.bindAddress + "\" not honoured: the primary node IP comes from the Node object");
-  if (c.logging.format == "json") w.push_back("logging.format: \"json\" not honoured; logging stays text (glog)");
   if (c.clientConnection.contentType != "application/vnd.kubernetes.protobuf" && c.clientConnection.contentType != "application/json")
     w.push_back("clientConnection.contentType: \"" + c.clientConnection.contentType + "\" ignored (the daemon speaks JSON)");
   if (!c.clientConnection.acceptContentTypes.empty())

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 
+#include "pkg/kube/connect_diagnose.h"
 #include "pkg/kube/rate_limiter.h"
 #include "pkg/kube/tls_diagnose.h"
 #include "pkg/kube/token_source.h"
@@ -191,16 +192,36 @@ class CpprestTransport final : public Transport {
       onResponse(resp, cts);
     } catch (const pplx::task_canceled&) {
       r.cancelled = isCancelled();
-      if (!r.cancelled) r.error = "request cancelled";
+      if (!r.cancelled) r.error = "GET " + urlOf(target) + ": request cancelled";
+    } catch (const http::http_exception& e) {
+      failed(r, target, e.what(), e.error_code(), observe);
+    } catch (const boost::system::system_error& e) {
+      failed(r, target, e.what(), std::error_code(e.code().value(), std::generic_category()), observe);
     } catch (const std::exception& e) {
-      r.cancelled = isCancelled();
-      if (r.cancelled) return;
-      if (r.status == 0) observe();
-      r.error = e.what();
-      // cpprest says only "Error in SSL handshake": find out what exactly the certificate lacks.
-      if (r.status == 0 && r.error.find("handshake") != std::string::npos && !cfg_.insecureSkipTlsVerify)
-        r.error = "TLS handshake failed: " + diagnoseTls(cfg_) + " (" + r.error + ")";
+      failed(r, target, e.what(), {}, observe);
     }
+  }
+
+  // The request's URL without its query (resourceVersion, continue tokens), for error lines.
+  std::string urlOf(const std::string& target) const { return cfg_.server + target.substr(0, target.find('?')); }
+
+  // r.error for a request that failed: the URL, then what went wrong in words an operator can act
+  // on. cpprest's own words are generic ("Failed to connect to any resolved endpoint", "Error in
+  // SSL handshake") and its error code for a refused connection says "host unreachable": a
+  // connection or TLS failure is diagnosed once more here, naming the address and the errno.
+  // `observe` counts a request without an HTTP answer (status 0), before the diagnosis takes time.
+  template <class Observe>
+  void failed(HttpResult& r, const std::string& target, const std::string& what, std::error_code ec, Observe&& observe) {
+    r.cancelled = isCancelled();
+    if (r.cancelled) return;
+    if (r.status == 0) observe();
+    std::string why = what;
+    if (ec && what.find(ec.message()) == std::string::npos) why += ": " + ec.message() + " (" + std::to_string(ec.value()) + ")";
+    if (r.status == 0 && what.find("handshake") != std::string::npos && !cfg_.insecureSkipTlsVerify)
+      why = "TLS handshake failed: " + diagnoseTls(cfg_) + " (" + what + ")";
+    else if (r.status == 0 && (what.find("connect") != std::string::npos || what.find("resolve") != std::string::npos))
+      why = diagnoseConnect(cfg_.server) + " (" + what + ")";
+    r.error = "GET " + urlOf(target) + ": " + why;
   }
 
   bool isCancelled() {

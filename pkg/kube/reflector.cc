@@ -65,7 +65,7 @@ Reflector::Outcome Reflector::classify(const HttpResult& r, const char* what) {
   retryAfter_ = r.retryAfterSeconds;
   if (r.status == 0) {
     stats_.errors++;
-    LOG(WARNING) << spec_.kind << " " << what << " to " << transport_.server() << " failed: " << r.error;
+    LOG(WARNING) << spec_.kind << " " << what << " failed: " << r.error;  // the error names the URL
     return Outcome::Failed;
   }
   if (r.status == 200) {

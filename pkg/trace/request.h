@@ -1,6 +1,6 @@
 // The `trace` subcommand's own flags (--from, --src, --dst, --proto, --iif, --output) read from
 // the command line, and the packet they describe. The daemon's flags beside them (a source such as
-// --manifests, --cluster-cidr, --config, ...) are left for gflags.
+// --manifests, --cluster-cidr, --config, ...) are left for pkg/config's parser.
 #pragma once
 
 #include <optional>
@@ -26,7 +26,7 @@ struct Request {
 
 struct Parsed {
   Request request;
-  std::vector<std::string> rest;  // every other argument, in order, for gflags
+  std::vector<std::string> rest;  // every other argument, in order, for pkg/config's parser
 };
 
 // argv without the program name and the word "trace". On a bad or missing trace flag: nullopt
