@@ -204,7 +204,7 @@ std::optional<int> runNftHelperIfAsked(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], kNftHelperSubcommand) != 0) return std::nullopt;
   pid_t daemon = 0;
   if (argc < 3 || !parseParentArg(argv[2], &daemon)) {
-    std::fprintf(stderr, "nft helper: the first argument must be %sPID (the daemon's)\n", kParentArg);
+    LOG(ERROR) << "nft helper: the first argument must be " << kParentArg << "PID (the daemon's)";
     return 2;
   }
   std::vector<ScopedTable> scope;
