@@ -63,7 +63,9 @@ bool parseServiceFlag(const std::string& text, ServiceTarget* t, std::string* wh
   t->name = rest.substr(0, colon);
   if (colon != std::string::npos) {
     t->port = rest.substr(colon + 1);
-    if (!portOf(t->port) && !isLabel(t->port)) return *why = "port \"" + t->port + "\" is neither 1..65535 nor a port name", false;
+    // A port name has a letter (IANA service names do): all digits is a number out of range.
+    bool name = isLabel(t->port) && t->port.find_first_not_of("0123456789-") != std::string::npos;
+    if (!portOf(t->port) && !name) return *why = "port \"" + t->port + "\" is neither 1..65535 nor a port name", false;
   }
   if (!isLabel(t->ns) || !isLabel(t->name))
     return *why = "namespace and name are DNS-1123 labels (lowercase letters, digits, '-')", false;
