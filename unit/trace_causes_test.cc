@@ -122,6 +122,14 @@ TEST_CASE("frontends: every address of a Service, only what DNS gives for its na
   s->loadBalancerIngress = {{"198.51.100.9", "", "VIP"}};
   trace::ServiceTarget all{"shop", "cart", "", false};
   auto f = trace::serviceFrontends(*s, {}, all, "", {"192.168.0.2"});
+  // Only the families of its ClusterIPs: a single-stack Service has no NodePort on an IPv6 address.
+  auto single = service("shop", "one", {"172.30.0.11"}, {port("http", 80)});
+  single->type = "NodePort";
+  single->ports[0].nodePort = 30081;
+  single->externalIPs = {"2001:db8::7"};
+  auto sf = trace::serviceFrontends(*single, {}, all, "", {"192.168.0.2", "2001:db8::1"});
+  REQUIRE(sf.size() == 2);
+  CHECK((sf[0].kind == "ClusterIP" && sf[1].kind == "NodePort" && sf[1].address == "192.168.0.2"));
   std::vector<std::string> got;
   for (const auto& x : f) got.push_back(x.kind + " " + x.address + ":" + std::to_string(x.port) + "/" + x.protocol + " " + x.portName);
   CHECK(got == std::vector<std::string>{"ClusterIP 172.30.0.10:80/tcp http", "ClusterIP fd00::10:80/tcp http",

@@ -51,6 +51,15 @@ std::vector<ServiceFrontend> serviceFrontends(const api::Service& svc, const std
     }
     return out;
   }
+  // A Service has rules only in the families of its ClusterIPs (as upstream's): an external
+  // address or a NodePort address of another family answers nothing of it.
+  std::set<net::Family> families;
+  for (const auto& ip : svc.clusterIPs)
+    if (auto f = net::familyOf(ip)) families.insert(*f);
+  auto served = [&](const std::string& ip) {
+    auto f = net::familyOf(ip);
+    return f && families.count(*f);
+  };
   for (const auto& p : svc.ports) {
     bool wanted = target.dnsName ? (p.port == asked && (protocol.empty() || protocol == api::protocolName(p.protocol)))
                                  : portWanted(p, t, protocol);
@@ -66,12 +75,13 @@ std::vector<ServiceFrontend> serviceFrontends(const api::Service& svc, const std
     const uint16_t port = static_cast<uint16_t>(p.port);
     for (const auto& ip : svc.clusterIPs) out.push_back({"ClusterIP", ip, port, proto, portLabel(p)});
     if (target.dnsName) continue;
-    for (const auto& ip : svc.externalIPs) out.push_back({"externalIP", ip, port, proto, portLabel(p)});
+    for (const auto& ip : svc.externalIPs)
+      if (served(ip)) out.push_back({"externalIP", ip, port, proto, portLabel(p)});
     for (const auto& in : svc.loadBalancerIngress)
-      if (!in.ip.empty()) out.push_back({"LoadBalancer", in.ip, port, proto, portLabel(p)});
+      if (!in.ip.empty() && served(in.ip)) out.push_back({"LoadBalancer", in.ip, port, proto, portLabel(p)});
     if (p.nodePort && (svc.type == "NodePort" || svc.type == "LoadBalancer"))
       for (const auto& ip : nodePortAddresses)
-        out.push_back({"NodePort", ip, static_cast<uint16_t>(p.nodePort), proto, portLabel(p)});
+        if (served(ip)) out.push_back({"NodePort", ip, static_cast<uint16_t>(p.nodePort), proto, portLabel(p)});
   }
   return out;
 }
