@@ -16,8 +16,10 @@
 #include <optional>
 
 #include "cmd/kube-proxy-nft/cleanup_command.h"
+#include "cmd/kube-proxy-nft/diagnosis.h"
 #include "cmd/kube-proxy-nft/flags.h"
 #include "cmd/kube-proxy-nft/state_source.h"
+#include "cmd/kube-proxy-nft/status_command.h"
 #include "cmd/kube-proxy-nft/trace_command.h"
 #include "nft/diff.h"
 #include "nft/iptables_cleanup.h"
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
   // The same binary is the libnftables helper process (nft/nft_helper.h).
   if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
   if (auto rc = kpn::cmd::runTraceIfAsked(argc, argv)) return *rc;
+  if (auto rc = kpn::cmd::runStatusIfAsked(argc, argv)) return *rc;
   // Big short-lived buffers (list bodies and their JSON trees, transactions) straight from mmap,
   // so they go back to the system when freed. glibc's default threshold rises to 32 MiB after
   // the first such buffer is freed, after which they land in the heap between long-lived
@@ -137,12 +140,15 @@ int main(int argc, char** argv) {
   kpn::sync::RealClock clock;
   kpn::sync::StateSyncTarget target(clock, state, renderer, syncer, kpn::net::readHostAddresses);
   kpn::sync::SyncLoop loop(clock, source, target, {minSync, syncPeriod});
+  // `status`, `trace` and Kubernetes Events: what the daemon knows, for those who cannot read its log.
+  kpn::cmd::Diagnosis diagnosis({conf, cfg.nodeName, source, state, syncer, renderer, metrics});
+  diagnosis.observe(loop);
   if (conf.options.cleanupIptables) syncer.afterCommit(kpn::nft::iptablesLeftoverCleaner(runner));
   kpn::net::FdLimit fds = kpn::net::raiseFdLimit();
   LOG(INFO) << "open files limit " << fds.soft << " (hard " << fds.hard << ")" << (fds.error.empty() ? "" : ": " + fds.error);
   // Before the servers on it: it must outlive them.
   kpn::http::Loop httpLoop(kpn::net::httpConnectionBudget(fds.soft));
-  kpn::health::HealthCheckPorts healthPorts(httpLoop);
+  kpn::health::HealthCheckPorts healthPorts(httpLoop, diagnosis.healthCheckBindFailure());
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
   // sync periods (a commit failing over and over), healthy again once a sync lands; for the
   // families the syncer programs (known from its first sync).
@@ -165,14 +171,16 @@ int main(int argc, char** argv) {
   if (auto err = servers.start(httpLoop,
                                {conf.config.healthzBindAddress, conf.config.metricsBindAddress,
                                 conf.config.bindAddressHardFail},
-                               proxyHealth, clock, metrics)) {
+                               proxyHealth, clock, metrics, diagnosis.serverBindFailure())) {
     LOG(ERROR) << *err;
+    diagnosis.flushEvents(std::chrono::seconds(5));  // upstream's Warning on the Node, then exit
     return 1;
   }
+  diagnosis.record(kpn::events::startingEvent(cfg.nodeName));  // upstream's "birth cry"
   LOG(INFO) << "kube-proxy-nft " << kpn::config::versionLine() << " on node " << cfg.nodeName << ", source: " << source.describe();
   auto monitor = kpn::nft::TableMonitor::forTablesOf(renderer.skeleton());  // repairs outside damage
   if (monitor) runner.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
-  kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get());
+  kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get(), diagnosis.wakeFd());
   LOG(INFO) << "signal received; exiting with the ruleset in place";
   return 0;
 }

@@ -166,6 +166,11 @@ std::vector<FlagSpec> makeTable() {
        "Accepted, not honoured (showHiddenMetricsForVersion)",
        [](Loaded& l, S v) { l.config.showHiddenMetricsForVersion = v; }},
 
+      {"status-socket", K::Daemon, Sec::Servers, "@NAME|PATH", "@kube-proxy-nft/status",
+       "Where the daemon answers `kube-proxy-nft status` and `trace`: @NAME (abstract, this network namespace) or a "
+       "path; only root (or the daemon's user) may ask. Empty: no status socket",
+       [](Loaded& l, S v) { l.options.statusSocket = v; }},
+
       // Run once and exit.
       {"dry-run", K::Daemon, Sec::RunOnce, "bool", "false",
        "Print the complete desired ruleset for both families as nft text and exit",

@@ -56,7 +56,9 @@ std::string usageText() {
          "Usage:\n"
          "  kube-proxy-nft [flags]         program this node's Services and keep them programmed\n"
          "  kube-proxy-nft trace [flags]   one new connection's path through this node's rules, and why\n"
-         "                                 (kube-proxy-nft trace --help; docs/trace.md)\n\n"
+         "                                 (kube-proxy-nft trace --help; docs/trace.md)\n"
+         "  kube-proxy-nft status [flags]  what the running daemon on this node says of itself and the node\n"
+         "                                 (kube-proxy-nft status --help; docs/operations.md)\n\n"
          "Flags take upstream's forms: --name=value, --name value, --switch, --switch=false, -v 2; a name\n"
          "may be spelled with underscores (--log_file).\n";
   for (const auto& [section, title] : kSections) {

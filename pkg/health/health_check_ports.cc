@@ -27,7 +27,7 @@ void HealthCheckPorts::update(const state::ClusterState& st, const render::NodeC
         return s;
       }());
     servers_.reset();  // closes the old listeners before binding the same ports elsewhere
-    servers_ = std::make_unique<ServiceHealthServers>(loop_, addresses);
+    servers_ = std::make_unique<ServiceHealthServers>(loop_, addresses, std::chrono::seconds(5), onBindFailure_);
     servers_->setProxyHealth(proxy_);
     addresses_ = std::move(addresses);
   }

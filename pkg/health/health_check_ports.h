@@ -23,7 +23,8 @@ std::vector<std::string> healthCheckBindAddresses(const render::Environment& env
 
 class HealthCheckPorts {
  public:
-  explicit HealthCheckPorts(http::Loop& loop) : loop_(loop) {}
+  explicit HealthCheckPorts(http::Loop& loop, BindFailureHook onBindFailure = nullptr)
+      : loop_(loop), onBindFailure_(std::move(onBindFailure)) {}
 
   // After a successful sync: `changed` are the service keys it synced (Syncer::lastChanges(),
   // nullptr: look at every service). Touches the servers only when ports, services, counts or
@@ -34,6 +35,7 @@ class HealthCheckPorts {
 
  private:
   http::Loop& loop_;
+  BindFailureHook onBindFailure_;
   render::HealthCheckIndex index_;
   std::vector<std::string> addresses_;
   ProxyVerdict proxy_;

@@ -39,8 +39,9 @@ http::Response serviceHealthResponse(const ServiceHealthInfo& svc, const ProxyVe
 }
 
 ServiceHealthServers::ServiceHealthServers(http::Loop& loop, std::vector<std::string> bindAddresses,
-                                           std::chrono::milliseconds retryInterval)
-    : loop_(loop), addresses_(std::move(bindAddresses)), retryInterval_(retryInterval) {
+                                           std::chrono::milliseconds retryInterval, BindFailureHook onBindFailure)
+    : loop_(loop), addresses_(std::move(bindAddresses)), retryInterval_(retryInterval),
+      onBindFailure_(std::move(onBindFailure)) {
   if (addresses_.empty()) addresses_.push_back("");
   retry_ = std::make_unique<http::Ticker>(loop_, retryInterval, [this] {
     for (auto& [port, p] : ports_)
@@ -95,10 +96,11 @@ void ServiceHealthServers::bindMissing(int port, Port& p) {
     if (p.servers[i]) continue;
     allBound = false;
     // Loud once, then quiet: a port held by another program would otherwise log every retry.
-    if (p.failures == 0 || error != p.lastError)
+    if (p.failures == 0 || error != p.lastError) {
       LOG(WARNING) << "health check of " << p.info.ns << "/" << p.info.name << ": " << error
                    << "; retrying every " << retryInterval_.count() << " ms";
-    else
+      if (onBindFailure_) onBindFailure_(p.info.ns, p.info.name, port, error);
+    } else
       VLOG(2) << "health check of " << p.info.ns << "/" << p.info.name << ": still " << error;
     p.lastError = error;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,13 +34,19 @@ struct ProxyVerdict {
 // the same 503 without saying why: kubernetes/kubernetes#115825).
 http::Response serviceHealthResponse(const ServiceHealthInfo& svc, const ProxyVerdict& proxy);
 
+// Told (on the HTTP loop's thread) when a service's port first fails to bind, and again when the
+// error changes: upstream records a FailedToStartServiceHealthcheck event then.
+using BindFailureHook = std::function<void(const std::string& ns, const std::string& name, int port,
+                                           const std::string& error)>;
+
 class ServiceHealthServers {
  public:
   // `bindAddresses`: IP literals to listen on (the NodePort addresses); empty listens on every
   // address of both families. A port that cannot be bound on some address is logged and tried
   // again every `retryInterval` until it binds or leaves the set.
   ServiceHealthServers(http::Loop& loop, std::vector<std::string> bindAddresses,
-                       std::chrono::milliseconds retryInterval = std::chrono::seconds(5));
+                       std::chrono::milliseconds retryInterval = std::chrono::seconds(5),
+                       BindFailureHook onBindFailure = nullptr);
   ~ServiceHealthServers();  // closes every port
   ServiceHealthServers(const ServiceHealthServers&) = delete;
   ServiceHealthServers& operator=(const ServiceHealthServers&) = delete;
@@ -71,6 +78,7 @@ class ServiceHealthServers {
   http::Loop& loop_;
   std::vector<std::string> addresses_;  // {""} for every address
   std::chrono::milliseconds retryInterval_;
+  BindFailureHook onBindFailure_;
   mutable std::mutex proxyMu_;  // the sync loop's thread writes, the HTTP loop's reads
   ProxyVerdict proxy_;
   std::map<int, Port> ports_;  // touched only on the loop thread: requests and changes never interleave

@@ -54,15 +54,23 @@ class CpprestTransport final : public Transport {
 
   HttpResult get(const std::string& target) override {
     HttpResult r;
-    send(*requests_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
-      readWholeBody(resp, r, self);
-    });
+    send(*requests_, http::methods::GET, target, nullptr, r,
+         [&](http::http_response& resp, pplx::cancellation_token_source& self) { readWholeBody(resp, r, self); });
+    return r;
+  }
+
+  HttpResult send(const std::string& method, const std::string& target, const std::string& body,
+                  const std::string& contentType) override {
+    HttpResult r;
+    const Body b{body, contentType};
+    send(*requests_, method, target, &b, r,
+         [&](http::http_response& resp, pplx::cancellation_token_source& self) { readWholeBody(resp, r, self); });
     return r;
   }
 
   HttpResult stream(const std::string& target, const std::function<bool(std::string_view)>& onData) override {
     HttpResult r;
-    send(*watches_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
+    send(*watches_, http::methods::GET, target, nullptr, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
       if (resp.status_code() != 200) return readWholeBody(resp, r, self);  // an error's Status
       readBody(resp, [&](std::string_view data) {
         if (onData(data)) return true;
@@ -147,9 +155,16 @@ class CpprestTransport final : public Transport {
     return c;
   }
 
-  // Sends one GET (rate-limited, authenticated) and lets `onResponse` read the body. Fills r.
+  struct Body {
+    const std::string& text;
+    const std::string& contentType;
+  };
+
+  // Sends one request (rate-limited, authenticated; `body` null for a GET) and lets `onResponse`
+  // read the answer's body. Fills r.
   template <class OnResponse>
-  void send(client::http_client& c, const std::string& target, HttpResult& r, OnResponse&& onResponse) {
+  void send(client::http_client& c, const std::string& method, const std::string& target, const Body* body,
+            HttpResult& r, OnResponse&& onResponse) {
     pplx::cancellation_token_source cts;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -171,8 +186,9 @@ class CpprestTransport final : public Transport {
       r.cancelled = true;
       return;
     }
-    http::http_request req(http::methods::GET);
+    http::http_request req(method);
     req.set_request_uri(target);
+    if (body) req.set_body(body->text, body->contentType);
     req.headers().add(http::header_names::accept, "application/json");
     req.headers().add(http::header_names::user_agent, cfg_.userAgent);
     if (!cfg_.tlsServerName.empty()) req.headers().add(http::header_names::host, cfg_.tlsServerName);
@@ -181,7 +197,7 @@ class CpprestTransport final : public Transport {
     auto started = std::chrono::steady_clock::now();
     auto observe = [&] {
       if (onRequest_ && !r.cancelled)
-        onRequest_("GET", host_, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        onRequest_(method.c_str(), host_, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     };
     try {
       http::http_response resp = c.request(req, cts.get_token()).get();

@@ -61,6 +61,23 @@ std::string Reflector::watchTarget() {
 }
 
 Reflector::Outcome Reflector::classify(const HttpResult& r, const char* what) {
+  Outcome o = classifyAndLog(r, what);
+  if (o == Outcome::Stopped) return o;
+  std::string error;
+  if (o == Outcome::Failed || o == Outcome::Unauthorized)
+    error = std::string(what) + ": " + (r.status == 0 ? r.error : r.status == 200 ? "connection lost: " + r.error
+                                                                                  : "HTTP " + std::to_string(r.status));
+  std::lock_guard<std::mutex> lk(errorMu_);
+  lastError_ = std::move(error);
+  return o;
+}
+
+std::string Reflector::lastError() const {
+  std::lock_guard<std::mutex> lk(errorMu_);
+  return lastError_;
+}
+
+Reflector::Outcome Reflector::classifyAndLog(const HttpResult& r, const char* what) {
   if (r.cancelled || stopping()) return Outcome::Stopped;
   retryAfter_ = r.retryAfterSeconds;
   if (r.status == 0) {

@@ -155,6 +155,11 @@ struct ProxyMetrics::Families {
                     .Name("kubeproxy_nftables_objects_skipped_total")
                     .Help("API objects dropped as invalid (their last good version, if any, stays), by kind and reason")
                     .Register(r)),
+        eventsDropped(prometheus::BuildCounter()
+                          .Name("kubeproxy_nftables_events_dropped_total")
+                          .Help("Kubernetes Events not sent, by reason: queue_full, rate_limited, api_unavailable "
+                                "(no answer after retries), rejected (the API server refused it)")
+                          .Register(r)),
         reconcile(prometheus::BuildCounter()
                       .Name("kubeproxy_nftables_table_reconcile_total")
                       .Help("Syncs by how they were planned (incremental, reconcile with the listed tables at "
@@ -221,6 +226,7 @@ struct ProxyMetrics::Families {
   prometheus::Family<prometheus::Histogram>& txnBytes;
   prometheus::Family<prometheus::Histogram>& commitDuration;
   prometheus::Family<prometheus::Counter>& skipped;
+  prometheus::Family<prometheus::Counter>& eventsDropped;
   prometheus::Family<prometheus::Counter>& reconcile;
   prometheus::Family<prometheus::Gauge>& rejectedServices;
   prometheus::Family<prometheus::Counter>& serviceRejections;
@@ -347,6 +353,8 @@ void ProxyMetrics::setNoLocalEndpoints(const NoLocalEndpoints& n) {
 void ProxyMetrics::countSkipped(const std::string& kind, const std::string& reason) {
   f_->skipped.Add({{"kind", kind}, {"reason", reason}}).Increment();
 }
+
+void ProxyMetrics::countEventDropped(const std::string& reason) { f_->eventsDropped.Add({{"reason", reason}}).Increment(); }
 
 void ProxyMetrics::observeRestRequest(const std::string& method, const std::string& host, int code, double secs) {
   // client-go labels a request that got no HTTP answer (connection refused, TLS...) "<error>".

@@ -68,6 +68,8 @@ class ProxyMetrics : public sync::SyncObserver {
   // An object a source dropped as invalid: kind "Service", "EndpointSlice", ...; reason a short
   // fixed word ("invalid", "unnamed", ...), never the object's own text (unbounded labels).
   void countSkipped(const std::string& kind, const std::string& reason);
+  // A Kubernetes Event the recorder did not send (pkg/events/recorder.h's reasons). Any thread.
+  void countEventDropped(const std::string& reason);
   // One request to the API server, as client-go's rest_client metrics count it.
   void observeRestRequest(const std::string& method, const std::string& host, int code, double seconds);
 

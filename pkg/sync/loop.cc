@@ -99,13 +99,15 @@ void SyncLoop::runSync(SteadyTime now) {
   for (SyncObserver* o : observers_) o->synced(report);
 }
 
-void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd, nft::TableMonitor* monitor) {
+void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd, nft::TableMonitor* monitor, int wakeFd) {
   for (;;) {
     SteadyTime next = loop.step();
     auto wait = std::min<std::chrono::nanoseconds>(next - loop.clock().now(), kMaxIdle);
     auto waitMs = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count() + 1);
-    pollfd fds[3] = {{source.fd(), POLLIN, 0}, {stopFd, POLLIN, 0}, {monitor ? monitor->fd() : -1, POLLIN, 0}};
-    int n = poll(fds, monitor ? 3 : 2, static_cast<int>(waitMs));
+    // A negative fd is ignored by poll: the monitor and the wake fd are optional.
+    pollfd fds[4] = {{source.fd(), POLLIN, 0}, {stopFd, POLLIN, 0}, {monitor ? monitor->fd() : -1, POLLIN, 0},
+                     {wakeFd, POLLIN, 0}};
+    int n = poll(fds, 4, static_cast<int>(waitMs));
     if (n > 0 && (fds[1].revents & POLLIN)) return;
     if (n > 0 && (fds[0].revents & POLLIN) && source.processEvents()) loop.changed();
     if (n > 0 && monitor && (fds[2].revents & POLLIN) && monitor->drain()) {
