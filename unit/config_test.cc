@@ -435,6 +435,10 @@ TEST_CASE("utf8: the boundaries of well-formed UTF-8") {
   CHECK_FALSE(decodeUtf8At("ab\xe2\x82", 2));
 }
 
+TEST_CASE("config: nodePortAddresses takes upstream 1.37's keywords, and primary beside other entries") {
+  CHECK(validate(decodeOk("nodePortAddresses: [primary, 10.0.0.0/8, localhost, all]\n")).empty());
+}
+
 TEST_CASE("config: validation names the field, the value and the rule") {
   auto errorsOf = [](const std::string& body) {
     ProxyConfig c = decodeOk(body);
@@ -453,8 +457,8 @@ TEST_CASE("config: validation names the field, the value and the rule") {
   CHECK(errorsOf("healthzBindAddress: \"[::1]:99999\"\n") == "healthzBindAddress: \"[::1]:99999\": must be IP:port ([IPv6]:port)");
   CHECK(errorsOf("metricsBindAddress: localhost:10249\n") == "metricsBindAddress: \"localhost:10249\": must be IP:port ([IPv6]:port)");
   CHECK(errorsOf("clusterCIDR: 10.0.0.0/8,10.1.0.0/16\n").rfind("clusterCIDR: \"10.0.0.0/8,10.1.0.0/16\": must be one CIDR or an IPv4,IPv6 pair", 0) == 0);
-  CHECK(errorsOf("nodePortAddresses: [primary, 10.0.0.0/8]\n") == "nodePortAddresses[0]: \"primary\": can't use both 'primary' and CIDRs");
-  CHECK(errorsOf("nodePortAddresses: [10.0.0.0/33]\n") == "nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR or 'primary'");
+  CHECK(errorsOf("nodePortAddresses: [primary, loopback]\n") == "nodePortAddresses[1]: \"loopback\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(errorsOf("nodePortAddresses: [10.0.0.0/33]\n") == "nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(errorsOf("detectLocalMode: BridgeInterface\n") ==
         "detectLocal.bridgeInterface: \"\": must be an interface name with detectLocalMode BridgeInterface");
   CHECK(errorsOf("detectLocalMode: PodCIDR\n") ==
@@ -599,18 +603,18 @@ TEST_CASE("flags: bad flags, unreadable and bad files are one line naming the fl
 TEST_CASE("flags: a bad --nodeport-addresses entry is refused naming it, as the same value in --config is") {
   // Before: "10.0.0.0/33" was skipped with a warning and the node served NodePorts on "primary".
   CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/33"}}) ==
-        "invalid value \"10.0.0.0/33\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+        "invalid value \"10.0.0.0/33\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(loadErr({{"nodeport-addresses", "not-a-cidr,10.0.0.0/8"}}) ==
-        "invalid value \"not-a-cidr\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+        "invalid value \"not-a-cidr\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/8,,192.168.0.0/16"}}) ==
-        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/8,"}}) ==
-        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
-  CHECK(loadErr({{"nodeport-addresses", "primary,10.0.0.0/8"}}) ==
-        "invalid value \"primary,10.0.0.0/8\" for --nodeport-addresses: can't use both 'primary' and CIDRs");
+        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(load({{"nodeport-addresses", "primary,localhost"}}).config.nodePortAddresses ==
+        std::vector<std::string>{"primary", "localhost"});
   ReadFile fs = files({{"/cfg", std::string(kHeader) + "nodePortAddresses: [10.0.0.0/33]\n"}});
   CHECK(loadErr({{"config", "/cfg"}}, fs) ==
-        "--config=/cfg: nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR or 'primary'");
+        "--config=/cfg: nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
   // Good values, and no warning about them.
   Loaded l = load({{"nodeport-addresses", "10.0.0.0/8,fd00::/64"}});
   CHECK(l.config.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8", "fd00::/64"});

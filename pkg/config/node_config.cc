@@ -20,10 +20,9 @@ std::optional<std::string> toNodeConfig(const ProxyConfig& c, render::NodeConfig
   out.clusterCidrV4.reset();
   out.clusterCidrV6.reset();
   if (auto err = render::parseClusterCidrs(c.clusterCIDR, out)) return "clusterCIDR: " + *err;
-  std::string joined;
-  for (const std::string& a : c.nodePortAddresses) joined += (joined.empty() ? "" : ",") + a;
-  for (const std::string& w : render::parseNodePortAddresses(joined, out))
-    if (warnings) warnings->push_back(w);
+  for (const std::string& a : c.nodePortAddresses)
+    if (!render::isNodePortAddressEntry(a)) return "nodePortAddresses: \"" + a + "\": " + render::kNodePortAddressEntryRule;
+  render::applyNodePortAddresses(c.nodePortAddresses, out);
   const render::SchedulerChoice sched = render::parseScheduler(c.ipvs.scheduler);
   out.scheduler = sched.scheduler;
   if (warnings && !sched.known)
