@@ -4,6 +4,9 @@ over TCP (a userspace listener per NodePort relays to an endpoint, local or on a
 and SCTP there are rejected and counted; eTP=Local takes this node's endpoints only. Without such
 an entry loopback is never a NodePort. Every check is a real connection from the node namespace;
 the echo servers say which endpoint answered and which source it saw."""
+import json
+import subprocess
+
 import pytest
 
 import netlab
@@ -32,6 +35,19 @@ def slices(name, ports, local=(), remote=(), far=False):
         return out
     return [endpoint_slice(name, eps("v4"), ports, address_type="IPv4"),
             endpoint_slice(name, eps("v6"), ports, address_type="IPv6")]
+
+
+def trace(lab, dst, port, proto="tcp"):
+    """`kube-proxy-nft trace --from=node` of the live table, as JSON (the text form runs too)."""
+    host = f"[{dst}]" if ":" in dst else dst
+    args = ["ip", "netns", "exec", lab.node, netlab.BIN, "trace", "--from=node", f"--src={dst}",
+            f"--dst={host}:{port}", f"--proto={proto}"]
+    p = subprocess.run(args + ["--output=json"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, f"{' '.join(args)}: exit {p.returncode}: {p.stderr}"
+    text = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    tr = json.loads(p.stdout)
+    assert text.returncode == 0 and f"verdict: {tr['verdict']} — {tr['reason']}" in text.stdout, text.stdout
+    return tr
 
 
 def scrape(lab):
@@ -77,6 +93,20 @@ def test_loopback_nodeports_tcp_local_and_remote_endpoints_etp_and_udp_rejected(
     expect_answers(node, NODE_V4, 30001, {local.v4, remote.v4, FAR_V4}, node_addrs, what="primary NodePort")
     expect_answers(node, NODE_V4, 30003, {remote.v4}, node_addrs, what="node to eTP=Local NodePort")
 
+    # The trace says so, with the endpoints that answered and the source they saw.
+    for host, eps in (("127.0.0.1", {local.v4, remote.v4, FAR_V4}), ("::1", {local.v6, remote.v6, FAR_V6})):
+        tr = trace(lab, host, 30001)
+        assert tr["verdict"] == "relay" and tr["service"] == "default/web:http", tr
+        assert {c["address"] for c in tr["candidates"]} == eps, tr
+        assert {c["source"] for c in tr["candidates"]} <= node_addrs and not any(c["masquerade"] for c in tr["candidates"]), tr
+    tr = trace(lab, "127.0.0.1", 30002)
+    assert tr["verdict"] == "relay" and [c["address"] for c in tr["candidates"]] == [local.v4], tr
+    assert "externalTrafficPolicy Local" in tr["reason"], tr
+    tr = trace(lab, "127.0.0.1", 30003)
+    assert tr["verdict"] == "reject" and "has no endpoint on this node" in tr["reason"], tr
+    tr = trace(lab, "127.0.0.1", 30053, proto="udp")
+    assert tr["verdict"] == "reject" and "localhost NodePorts are TCP only" in tr["reason"], tr
+
     # UDP on loopback: rejected by the table (ICMP port unreachable), and counted per protocol.
     before = scrape(lab)
     assert metric_sample(before, REJECTED, ip_family="IPv4", protocol="UDP") == 0, before
@@ -107,6 +137,19 @@ def test_loopback_nodeports_tcp_local_and_remote_endpoints_etp_and_udp_rejected(
     assert d.syncs()[0]["ops"] == 0, f"restart changed the ruleset: {d.syncs()[0]}\n{d.tail()}"
     assert metric_sample(scrape(lab), REJECTED, ip_family="IPv4", protocol="UDP") == 2
     expect_answers(node, "127.0.0.1", 30001, {local.v4}, node_addrs, what="after the restart")
+    # A repair over the intact table (an outside transaction that changes nothing) neither.
+    n = len(d.settle())
+    netlab.sh(["nft", "-f", "-"], ns=lab.node,
+              input="add element ip kube-proxy localhost-nodeports { udp . 39999 }\n"
+                    "delete element ip kube-proxy localhost-nodeports { udp . 39999 }\n")
+    repair = d.wait_syncs(n + 1)[n]
+    assert repair["ops"] == 0, f"the repair of an intact table: {repair}\n{d.tail()}"
+    # Outside damage to the feature's own parts is repaired: a flushed reject chain serves again.
+    n = len(d.settle())
+    netlab.sh(["nft", "flush", "chain", "ip", "kube-proxy", "localhost-nodeport-reject"], ns=lab.node)
+    d.wait_syncs(n + 1)
+    expect_refused(node, "127.0.0.1", 30053, proto="udp", what="UDP on loopback after the repair")
+    assert metric_sample(scrape(lab), REJECTED, ip_family="IPv4", protocol="UDP") == 3
 
 
 def test_without_a_loopback_entry_loopback_is_never_a_nodeport(lab):
@@ -123,6 +166,8 @@ def test_without_a_loopback_entry_loopback_is_never_a_nodeport(lab):
             expect_answers(node, host, 30001, {host}, {host}, n=2, what=f"{flags}: loopback is not a NodePort")
             expect_answers(node, host, 30053, {host}, {host}, n=2, proto="udp", what=f"{flags}: nor UDP")
         assert "localhost-nodeport" not in lab.table("ip") + lab.table("ip6"), lab.table("ip")
+        tr = trace(lab, "127.0.0.1", 30001)
+        assert tr["verdict"] == "accept" and "is not served on loopback" in tr["reason"], tr
         body = scrape(lab)
         assert LISTENERS not in body and REJECTED not in body, body
         d.stop()

@@ -16,6 +16,7 @@
 #include "pkg/render/layout.h"
 #include "pkg/render/render.h"
 #include "pkg/trace/explain.h"
+#include "pkg/trace/localhost_relay.h"
 #include "pkg/trace/node_view.h"
 #include "pkg/trace/request.h"
 
@@ -117,6 +118,7 @@ std::optional<int> runTraceIfAsked(int argc, char** argv) {
   trace::refineMasquerade(t, trace::sourceAddressToward);
   nft::eval::Report report = nft::eval::makeReport(std::move(t), /*kernelEntries=*/!rendered);
   trace::explainForOurLayout(report);
+  trace::explainLocalhostNodePort(*table, host, routes, trace::sourceAddressToward, report);
   if (!exists)
     report.reason = "no table " + std::string(nft::familyName(packet.family)) + " " + render::kTableName +
                     " on this node; " + report.reason;
