@@ -676,3 +676,40 @@ iptables: {snatNodeInternalIP: true}
   CHECK(startupNotes(decodeOk("mode: nftables\n")).warnings.empty());
   CHECK(startupNotes(ProxyConfig{}).warnings.empty());
 }
+
+TEST_CASE("config: iptables mode's localhost NodePorts: one warning naming the setting that keeps them (issue 29)") {
+  auto warned = [](const StartupNotes& n) {
+    size_t k = 0;
+    for (const std::string& w : n.warnings) k += w.rfind("iptables.localhostNodePorts: true (upstream's default)", 0) == 0;
+    return k;
+  };
+  // Upstream's default (true), in iptables mode: they would be lost silently.
+  StartupNotes n = startupNotes(decodeOk("mode: iptables\n"));
+  CHECK(warned(n) == 1);
+  CHECK(n.warnings.size() == 2);  // and the mode itself
+  bool namesTheFix = false;
+  for (const std::string& w : n.warnings) namesTheFix |= w.find("nodePortAddresses, e.g. [primary, localhost]") != std::string::npos;
+  CHECK(namesTheFix);
+  // An empty mode in a --config file is upstream's iptables mode (before 1.40); on flags alone it is ours.
+  CHECK(warned(startupNotes(decodeOk("mode: \"\"\n"), true)) == 1);
+  CHECK(warned(startupNotes(ProxyConfig{}, false)) == 0);
+  // Kept with a loopback entry (noted as TCP through a listener), or not wanted: no warning.
+  n = startupNotes(decodeOk("mode: iptables\nnodePortAddresses: [primary, localhost]\n"));
+  CHECK(warned(n) == 0);
+  bool noted = false;
+  for (const std::string& i : n.info) noted |= i.find("through a listener, not through route_localnet") != std::string::npos;
+  CHECK(noted);
+  CHECK(warned(startupNotes(decodeOk("mode: iptables\niptables: {localhostNodePorts: false}\n"))) == 0);
+  CHECK(warned(startupNotes(decodeOk("mode: nftables\n"))) == 0);
+  // Upstream 1.37's gate: true needs no warning here; false turns them off, and says so.
+  n = startupNotes(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: true}\nnodePortAddresses: [localhost]\n"));
+  CHECK(n.warnings.empty());
+  n = startupNotes(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: false}\nnodePortAddresses: [localhost]\n"));
+  REQUIRE(n.warnings.size() == 1);
+  CHECK(n.warnings[0] == "featureGates.KubeProxyNFTablesLocalhostNodePorts: false: no NodePorts on loopback although nodePortAddresses has a loopback entry");
+  kpn::render::NodeConfig cfg;
+  REQUIRE_FALSE(toNodeConfig(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: false}\nnodePortAddresses: [localhost]\n"), cfg, nullptr));
+  CHECK_FALSE(cfg.localhostNodePortsV4);
+  REQUIRE_FALSE(toNodeConfig(decodeOk("nodePortAddresses: [localhost]\n"), cfg, nullptr));
+  CHECK(cfg.localhostNodePortsV4);
+}
