@@ -68,7 +68,7 @@ struct LocalhostNodePortMetrics::Series {
         fam.metric.push_back(std::move(m));
       }
     }
-    out.push_back(std::move(fam));
+    if (!fam.metric.empty()) out.push_back(std::move(fam));
   }
 
   std::string table;
