@@ -157,7 +157,7 @@ def test_without_a_loopback_entry_loopback_is_never_a_nodeport(lab):
     node's own listener on loopback answers, nothing is DNATed, relayed or rejected there, and the
     table has nothing of the feature."""
     local, remote = lab.add_backends(2, tcp=[80], udp=[53])
-    lab.start_echo(lab.node_pod(), tcp=[30001], udp=[30053], addrs=["127.0.0.1", "::1"])
+    own = lab.start_echo(lab.node_pod(), tcp=[30001], udp=[30053], addrs=["127.0.0.1", "::1"])
     lab.manifests.write("all.yaml", cluster(local, remote))
     node = lab.agent("node")
     for flags in ([], ["--nodeport-addresses=all"], ["--nodeport-addresses=0.0.0.0/0,::/0"]):
@@ -171,6 +171,13 @@ def test_without_a_loopback_entry_loopback_is_never_a_nodeport(lab):
         body = scrape(lab)
         assert LISTENERS not in body and REJECTED not in body, body
         d.stop()
+    # Turned on over the table the default left (no counters in it yet): the start-up declares
+    # them, and loopback answers at once.
+    netlab._kill_group(own)  # the node's own loopback listeners go: the ports are the listeners' now
+    d = lab.start_daemon(["--nodeport-addresses=primary,localhost"], label="turned-on")
+    expect_answers(node, "127.0.0.1", 30001, {local.v4, remote.v4}, lab.node_addresses(), what="turned on")
+    expect_refused(node, "127.0.0.1", 30053, proto="udp", what="turned on")
+    assert metric_sample(scrape(lab), REJECTED, ip_family="IPv4", protocol="UDP") == 1
 
 
 def test_a_listener_that_cannot_bind_is_counted_and_retried(lab):
