@@ -201,3 +201,19 @@ def test_a_listener_that_cannot_bind_is_counted_and_retried(lab):
             "nudge", [("http", 80, "TCP", 80)], ["10.96.0.49", "fd00:10:96::49"])])
     expect_answers(node, "127.0.0.1", 30002, {local.v4}, node_addrs, what="opened at the next sync")
     assert metric_sample(scrape(lab), LISTENERS, ip_family="IPv4") == 2
+
+
+def test_client_ip_affinity_pins_every_loopback_client_to_one_endpoint(lab):
+    """sessionAffinity ClientIP (upstream's KEP-6032 e2e): every loopback client is 127.0.0.1, so
+    all connections through the listener go to one endpoint while it keeps being used."""
+    eps = lab.add_backends(3, tcp=[80], udp=[])
+    sticky = service("sticky", [("http", 80, "TCP", 80, 30004)], ["10.96.0.44", "fd00:10:96::44"], type="NodePort")
+    sticky["spec"]["sessionAffinity"] = "ClientIP"
+    sticky["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 600}}
+    lab.manifests.write("all.yaml", [node_object(), sticky] + slices("sticky", [("http", 80, "TCP")], local=eps))
+    lab.start_daemon(["--nodeport-addresses=primary,localhost"])
+    node = lab.agent("node")
+    for host in ("127.0.0.1", "::1"):
+        own, _, errs = netlab.answers(node.many("tcp", host, 30004, 24, timeout=2.0))
+        assert not errs and len(own) == 1, f"{host}: answered by {own}, errors {errs}"
+        assert set(own) <= {p.v4 for p in eps} | {p.v6 for p in eps}
