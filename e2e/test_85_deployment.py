@@ -63,6 +63,9 @@ def run_as_deployed(lab, init, pid_in_pod):
     assert "ro" in root[5].split(","), f"the pod's root is not read-only: {root}"
 
     cli = lab.agent(client)
+    # Traffic waits for the first sync: before it the node has no rules for the service (the
+    # connections raced it on a loaded machine, and 1 of 18 timed out, with main's binary too).
+    wait_until(lambda: "first sync done" in pod.stderr(), 30, "the first sync", pod)
     expect_answers(cli, V4, 80, {a.v4, b.v4}, {client.v4}, what="IPv4 ClusterIP from the pod")
     expect_answers(cli, V6, 80, {a.v6, b.v6}, {client.v6}, what="IPv6 ClusterIP from the pod")
     expect_answers(cli, V4, 53, {a.v4, b.v4}, {client.v4}, proto="udp", what="UDP")
