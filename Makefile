@@ -52,8 +52,9 @@ FUZZ_BOUND    = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECO
 FUZZ_FORK    ?=
 FUZZ_BUILD   := build/fuzz
 FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer $(SANITIZERS)
-# What the targets link against: everything but the HTTP stacks (they pull in cpprest and Beast).
-FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc pkg/health/%,$(LIB_SRCS))
+# What the targets link against: everything but the HTTP stacks (they pull in cpprest and Beast)
+# and the localhost NodePort listeners (Asio).
+FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc pkg/health/% pkg/localhost/%,$(LIB_SRCS))
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 

@@ -435,6 +435,10 @@ TEST_CASE("utf8: the boundaries of well-formed UTF-8") {
   CHECK_FALSE(decodeUtf8At("ab\xe2\x82", 2));
 }
 
+TEST_CASE("config: nodePortAddresses takes upstream 1.37's keywords, and primary beside other entries") {
+  CHECK(validate(decodeOk("nodePortAddresses: [primary, 10.0.0.0/8, localhost, all]\n")).empty());
+}
+
 TEST_CASE("config: validation names the field, the value and the rule") {
   auto errorsOf = [](const std::string& body) {
     ProxyConfig c = decodeOk(body);
@@ -453,8 +457,8 @@ TEST_CASE("config: validation names the field, the value and the rule") {
   CHECK(errorsOf("healthzBindAddress: \"[::1]:99999\"\n") == "healthzBindAddress: \"[::1]:99999\": must be IP:port ([IPv6]:port)");
   CHECK(errorsOf("metricsBindAddress: localhost:10249\n") == "metricsBindAddress: \"localhost:10249\": must be IP:port ([IPv6]:port)");
   CHECK(errorsOf("clusterCIDR: 10.0.0.0/8,10.1.0.0/16\n").rfind("clusterCIDR: \"10.0.0.0/8,10.1.0.0/16\": must be one CIDR or an IPv4,IPv6 pair", 0) == 0);
-  CHECK(errorsOf("nodePortAddresses: [primary, 10.0.0.0/8]\n") == "nodePortAddresses[0]: \"primary\": can't use both 'primary' and CIDRs");
-  CHECK(errorsOf("nodePortAddresses: [10.0.0.0/33]\n") == "nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR or 'primary'");
+  CHECK(errorsOf("nodePortAddresses: [primary, loopback]\n") == "nodePortAddresses[1]: \"loopback\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(errorsOf("nodePortAddresses: [10.0.0.0/33]\n") == "nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(errorsOf("detectLocalMode: BridgeInterface\n") ==
         "detectLocal.bridgeInterface: \"\": must be an interface name with detectLocalMode BridgeInterface");
   CHECK(errorsOf("detectLocalMode: PodCIDR\n") ==
@@ -599,18 +603,18 @@ TEST_CASE("flags: bad flags, unreadable and bad files are one line naming the fl
 TEST_CASE("flags: a bad --nodeport-addresses entry is refused naming it, as the same value in --config is") {
   // Before: "10.0.0.0/33" was skipped with a warning and the node served NodePorts on "primary".
   CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/33"}}) ==
-        "invalid value \"10.0.0.0/33\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+        "invalid value \"10.0.0.0/33\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(loadErr({{"nodeport-addresses", "not-a-cidr,10.0.0.0/8"}}) ==
-        "invalid value \"not-a-cidr\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+        "invalid value \"not-a-cidr\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/8,,192.168.0.0/16"}}) ==
-        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
+        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/8,"}}) ==
-        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR or 'primary'");
-  CHECK(loadErr({{"nodeport-addresses", "primary,10.0.0.0/8"}}) ==
-        "invalid value \"primary,10.0.0.0/8\" for --nodeport-addresses: can't use both 'primary' and CIDRs");
+        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(load({{"nodeport-addresses", "primary,localhost"}}).config.nodePortAddresses ==
+        std::vector<std::string>{"primary", "localhost"});
   ReadFile fs = files({{"/cfg", std::string(kHeader) + "nodePortAddresses: [10.0.0.0/33]\n"}});
   CHECK(loadErr({{"config", "/cfg"}}, fs) ==
-        "--config=/cfg: nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR or 'primary'");
+        "--config=/cfg: nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
   // Good values, and no warning about them.
   Loaded l = load({{"nodeport-addresses", "10.0.0.0/8,fd00::/64"}});
   CHECK(l.config.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8", "fd00::/64"});
@@ -671,4 +675,41 @@ iptables: {snatNodeInternalIP: true}
   // The defaults and mode nftables: nothing to warn about.
   CHECK(startupNotes(decodeOk("mode: nftables\n")).warnings.empty());
   CHECK(startupNotes(ProxyConfig{}).warnings.empty());
+}
+
+TEST_CASE("config: iptables mode's localhost NodePorts: one warning naming the setting that keeps them (issue 29)") {
+  auto warned = [](const StartupNotes& n) {
+    size_t k = 0;
+    for (const std::string& w : n.warnings) k += w.rfind("iptables.localhostNodePorts: true (upstream's default)", 0) == 0;
+    return k;
+  };
+  // Upstream's default (true), in iptables mode: they would be lost silently.
+  StartupNotes n = startupNotes(decodeOk("mode: iptables\n"));
+  CHECK(warned(n) == 1);
+  CHECK(n.warnings.size() == 2);  // and the mode itself
+  bool namesTheFix = false;
+  for (const std::string& w : n.warnings) namesTheFix |= w.find("nodePortAddresses, e.g. [primary, localhost]") != std::string::npos;
+  CHECK(namesTheFix);
+  // An empty mode in a --config file is upstream's iptables mode (before 1.40); on flags alone it is ours.
+  CHECK(warned(startupNotes(decodeOk("mode: \"\"\n"), true)) == 1);
+  CHECK(warned(startupNotes(ProxyConfig{}, false)) == 0);
+  // Kept with a loopback entry (noted as TCP through a listener), or not wanted: no warning.
+  n = startupNotes(decodeOk("mode: iptables\nnodePortAddresses: [primary, localhost]\n"));
+  CHECK(warned(n) == 0);
+  bool noted = false;
+  for (const std::string& i : n.info) noted |= i.find("through a listener, not through route_localnet") != std::string::npos;
+  CHECK(noted);
+  CHECK(warned(startupNotes(decodeOk("mode: iptables\niptables: {localhostNodePorts: false}\n"))) == 0);
+  CHECK(warned(startupNotes(decodeOk("mode: nftables\n"))) == 0);
+  // Upstream 1.37's gate: true needs no warning here; false turns them off, and says so.
+  n = startupNotes(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: true}\nnodePortAddresses: [localhost]\n"));
+  CHECK(n.warnings.empty());
+  n = startupNotes(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: false}\nnodePortAddresses: [localhost]\n"));
+  REQUIRE(n.warnings.size() == 1);
+  CHECK(n.warnings[0] == "featureGates.KubeProxyNFTablesLocalhostNodePorts: false: no NodePorts on loopback although nodePortAddresses has a loopback entry");
+  kpn::render::NodeConfig cfg;
+  REQUIRE_FALSE(toNodeConfig(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: false}\nnodePortAddresses: [localhost]\n"), cfg, nullptr));
+  CHECK_FALSE(cfg.localhostNodePortsV4);
+  REQUIRE_FALSE(toNodeConfig(decodeOk("nodePortAddresses: [localhost]\n"), cfg, nullptr));
+  CHECK(cfg.localhostNodePortsV4);
 }

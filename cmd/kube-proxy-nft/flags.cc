@@ -84,7 +84,7 @@ config::Loaded loadConfigOrExit(const std::vector<std::string>& args) {
     LOG(WARNING) << "ignored because --config is given (upstream's rule; set the fields in the file): " << names;
   }
   for (const std::string& w : loaded.warnings) LOG(WARNING) << w;
-  config::StartupNotes notes = config::startupNotes(loaded.config);
+  config::StartupNotes notes = config::startupNotes(loaded.config, !loaded.options.configFile.empty());
   for (const std::string& w : notes.warnings) LOG(WARNING) << w;
   for (const std::string& i : notes.info) LOG(INFO) << i;
   return loaded;

@@ -37,13 +37,17 @@
 #include "pkg/http/server.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
+#include "pkg/localhost/proxy.h"
+#include "pkg/localhost/sync_follower.h"
 #include "pkg/logging/glog_setup.h"
 #include "pkg/metrics/daemon_servers.h"
+#include "pkg/metrics/localhost_nodeports.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/metrics/sync_follower.h"
 #include "pkg/net/fd_limit.h"
 #include "pkg/net/ip.h"
 #include "pkg/node/prepare.h"
+#include "pkg/render/layout.h"
 #include "pkg/render/render.h"
 #include "pkg/source/api_source.h"
 #include "pkg/source/manifest_dir.h"
@@ -167,6 +171,17 @@ int main(int argc, char** argv) {
   for (kpn::sync::SyncObserver* o : std::initializer_list<kpn::sync::SyncObserver*>{
            &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &syncLog, &conntrackFollower})
     loop.addObserver(o);
+  // NodePorts on loopback (a loopback entry in --nodeport-addresses): TCP listeners, after each sync.
+  std::unique_ptr<kpn::localhost::Proxy> localhostProxy;
+  std::unique_ptr<kpn::metrics::LocalhostNodePortMetrics> localhostMetrics;
+  std::unique_ptr<kpn::localhost::SyncFollower> localhostFollower;
+  if (cfg.localhostNodePortsV4 || cfg.localhostNodePortsV6) {
+    localhostProxy = std::make_unique<kpn::localhost::Proxy>();
+    localhostMetrics = std::make_unique<kpn::metrics::LocalhostNodePortMetrics>(metrics, kpn::render::kTableName);
+    localhostFollower = std::make_unique<kpn::localhost::SyncFollower>(
+        state, cfg, renderer, [&syncer] { return syncer.families(); }, *localhostProxy, *localhostMetrics);
+    loop.addObserver(localhostFollower.get());
+  }
   kpn::metrics::DaemonServers servers;
   if (auto err = servers.start(httpLoop,
                                {conf.config.healthzBindAddress, conf.config.metricsBindAddress,

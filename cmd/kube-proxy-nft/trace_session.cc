@@ -6,6 +6,7 @@
 #include "pkg/trace/causes.h"
 #include "pkg/trace/drift.h"
 #include "pkg/trace/explain.h"
+#include "pkg/trace/localhost_relay.h"
 
 namespace kpn::cmd {
 
@@ -116,6 +117,7 @@ std::optional<nft::eval::Report> TraceSession::trace(const trace::Request& req, 
   trace::refineMasquerade(t, trace::sourceAddressToward);
   nft::eval::Report report = nft::eval::makeReport(std::move(t), /*kernelEntries=*/!rendered_);
   trace::explainForOurLayout(report);
+  trace::explainLocalhostNodePort(*table, host_, routes_, trace::sourceAddressToward, report);
   if (!exists) report.reason = tableMissingReason(f) + report.reason;
 
   // What the state says: the Service at the address (when the target was an address), drift, cause.

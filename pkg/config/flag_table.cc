@@ -75,8 +75,9 @@ std::vector<FlagSpec> makeTable() {
        }},
       {"nodeport-addresses", K::Field, Sec::Rules, "strings", "",
        "Addresses NodePorts answer on: \"primary\" (the default: the Node's primary InternalIP per family; without a "
-       "Node object, the addresses of the default route's interface) or CIDRs of local addresses (0.0.0.0/0, ::/0: "
-       "all); never loopback. An entry that is not a CIDR is an error (nodePortAddresses)",
+       "Node object, the addresses of the default route's interface), CIDRs of local addresses, \"all\" (0.0.0.0/0, "
+       "::/0), \"localhost\" (127.0.0.0/8, ::1/128: TCP NodePorts on 127.0.0.1 and ::1 through a listener, UDP and "
+       "SCTP refused there), combined at will. An entry that is none of these is an error (nodePortAddresses)",
        [](Loaded& l, S v) {
          for (const std::string& a : flagNodePortAddresses("nodeport-addresses", v)) l.config.nodePortAddresses.push_back(a);
        },
@@ -114,7 +115,8 @@ std::vector<FlagSpec> makeTable() {
        "from the iptables-nft tables (docs/migration.md)",
        [](Loaded& l, S v) { l.options.cleanupIptables = flagBool("cleanup-iptables", v); }},
       {"iptables-localhost-nodeports", K::Field, Sec::Rules, "bool", "true",
-       "iptables mode only; nftables mode never serves NodePorts on 127.0.0.1 (iptables.localhostNodePorts)",
+       "iptables mode only; here NodePorts answer on 127.0.0.1 only with a loopback entry in --nodeport-addresses "
+       "(iptables.localhostNodePorts)",
        [](Loaded& l, S v) { l.config.iptables.localhostNodePorts = flagBool("iptables-localhost-nodeports", v); }},
 
       // The node's kernel settings, at start-up.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "pkg/net/ip.h"
+#include "pkg/render/node_config.h"
 #include "pkg/sync/duration.h"
 
 namespace kpn::config {
@@ -91,15 +92,12 @@ std::vector<std::string> flagNodePortAddresses(const std::string& flag, const st
   std::stringstream ss(v);
   std::string item;
   // Every entry counts, an empty one too ("10.0.0.0/8,,"): as upstream's string slice, whose
-  // validation refuses what is not a CIDR. Only a wholly empty value is the empty list.
+  // validation refuses what is not a CIDR or a keyword. Only a wholly empty value is the empty list.
   while (!v.empty() && std::getline(ss, item, ',')) {
-    if (item != "primary" && !net::parseCidr(item)) badFlagValue(flag, item, "must be a valid CIDR or 'primary'");
+    if (!render::isNodePortAddressEntry(item)) badFlagValue(flag, item, render::kNodePortAddressEntryRule);
     out.push_back(item);
   }
-  if (!v.empty() && v.back() == ',') badFlagValue(flag, "", "must be a valid CIDR or 'primary'");
-  if (out.size() > 1)
-    for (const std::string& a : out)
-      if (a == "primary") badFlagValue(flag, v, "can't use both 'primary' and CIDRs");
+  if (!v.empty() && v.back() == ',') badFlagValue(flag, "", render::kNodePortAddressEntryRule);
   return out;
 }
 

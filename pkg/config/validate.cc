@@ -136,11 +136,7 @@ std::vector<std::string> validate(const ProxyConfig& c) {
   for (size_t i = 0; i < c.nodePortAddresses.size(); ++i) {
     const std::string& a = c.nodePortAddresses[i];
     std::string path = "nodePortAddresses[" + std::to_string(i) + "]";
-    if (a == "primary") {
-      if (c.nodePortAddresses.size() != 1) e.add(path, quoted(a), "can't use both 'primary' and CIDRs");
-    } else if (!net::parseCidr(a)) {
-      e.add(path, quoted(a), "must be a valid CIDR or 'primary'");
-    }
+    if (!render::isNodePortAddressEntry(a)) e.add(path, quoted(a), render::kNodePortAddressEntryRule);
   }
   if (auto err = render::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
                                           c.detectLocal.interfaceNamePrefix, scratch)) {

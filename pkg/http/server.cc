@@ -1,4 +1,4 @@
-// The only translation unit that includes Boost (Asio and Beast).
+// One of the two translation units that include Boost (Asio and Beast; Asio also in pkg/localhost/proxy.cc).
 #include "pkg/http/server.h"
 
 #include <glog/logging.h>

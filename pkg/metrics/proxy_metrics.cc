@@ -4,6 +4,7 @@
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
@@ -374,6 +375,7 @@ std::string ProxyMetrics::scrape() const {
   auto families = registry_->Collect();
   auto process = collectProcessMetrics();
   families.insert(families.end(), process.begin(), process.end());
+  for (const ScrapeSource& source : scrapeSources_) source(families);
   return prometheus::TextSerializer().Serialize(families);
 }
 

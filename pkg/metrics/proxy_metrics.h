@@ -17,6 +17,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "nft/expr.h"
 #include "pkg/sync/loop.h"
@@ -28,6 +29,7 @@ class Gauge;
 class Histogram;
 template <typename T>
 class Family;
+struct MetricFamily;
 }  // namespace prometheus
 
 namespace kpn::metrics {
@@ -77,6 +79,11 @@ class ProxyMetrics : public sync::SyncObserver {
   // deleted. Any thread; a family this node does not serve is not counted.
   void observeConntrackReconcile(const std::string& family, double seconds, size_t deleted);
 
+  // Metrics read only when scraped (the nft counters of localhost_nodeports.h): `source` appends
+  // its families; it runs on the scraping thread. Set before the servers start.
+  using ScrapeSource = std::function<void(std::vector<prometheus::MetricFamily>&)>;
+  void addScrapeSource(ScrapeSource source) { scrapeSources_.push_back(std::move(source)); }
+
   // The text exposition format of everything above plus the process_* metrics.
   std::string scrape() const;
   prometheus::Registry& registry() { return *registry_; }
@@ -87,6 +94,7 @@ class ProxyMetrics : public sync::SyncObserver {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> f_;
   ServedFamilies servedSource_;
+  std::vector<ScrapeSource> scrapeSources_;
 };
 
 }  // namespace kpn::metrics
