@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "nft/cache_scope.h"
+#include "nft/kernel/cache_scope.h"
 
 __attribute__((constructor)) static void scopeFromEnvironment() {
   if (std::getenv("KPN_SCOPE")) kpn::nft::setCacheScope({{NFPROTO_IPV4, "kube-proxy"}, {NFPROTO_IPV6, "kube-proxy"}});

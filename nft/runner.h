@@ -15,8 +15,8 @@
 #include "nft/listing.h"
 #include "nft/model.h"
 #include "nft/transaction.h"
-#include "nft/helper_process.h"
-#include "nft/nft_helper.h"
+#include "nft/kernel/helper_process.h"
+#include "nft/kernel/nft_helper.h"
 
 namespace kpn::nft {
 

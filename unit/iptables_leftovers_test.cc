@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "nft/iptables_leftovers.h"
+#include "pkg/iptables/iptables_leftovers.h"
 
 using namespace kpn::nft;
 

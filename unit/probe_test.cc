@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
 
-#include "nft/probe.h"
+#include "nft/kernel/probe.h"
 
 using namespace kpn::nft;
 

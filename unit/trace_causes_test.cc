@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
 
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 #include "pkg/trace/causes.h"
 #include "pkg/trace/drift.h"
 #include "pkg/trace/explain.h"

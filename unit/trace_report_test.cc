@@ -9,7 +9,7 @@
 #include <set>
 
 #include "nft/rule_text.h"
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 #include "pkg/trace/explain.h"
 #include "pkg/trace/node_view.h"
 #include "pkg/trace/request.h"

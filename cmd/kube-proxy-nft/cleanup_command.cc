@@ -2,7 +2,7 @@
 
 #include <glog/logging.h>
 
-#include "nft/iptables_cleanup.h"
+#include "pkg/iptables/iptables_cleanup.h"
 #include "nft/kernel_fingerprint.h"
 #include "nft/runner.h"
 #include "pkg/render/layout.h"

@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "nft/iptables_leftovers.h"
+#include "pkg/iptables/iptables_leftovers.h"
 #include "nft/json_text.h"
 
 namespace kpn::diag {

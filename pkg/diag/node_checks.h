@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "nft/chain_list.h"
+#include "pkg/iptables/chain_list.h"
 
 namespace kpn::diag {
 

@@ -2,7 +2,7 @@
 
 #include <glog/logging.h>
 
-#include "nft/probe.h"
+#include "nft/kernel/probe.h"
 #include "pkg/node/conntrack_sysctls.h"
 #include "pkg/node/oom_score.h"
 

@@ -1,4 +1,4 @@
-#include "nft/evaluator.h"
+#include "nft/eval/evaluator.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -11,7 +11,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "nft/eval_value.h"
+#include "nft/eval/eval_value.h"
 #include "nft/expr.h"
 #include "nft/rule_text.h"
 #include "nft/json_u32.h"

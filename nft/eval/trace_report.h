@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "nft/evaluator.h"
+#include "nft/eval/evaluator.h"
 
 namespace kpn::nft::eval {
 

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "nft/nfnetlink.h"
+#include "nft/kernel/nfnetlink.h"
 
 namespace kpn::nft {
 

@@ -1,4 +1,4 @@
-#include "nft/iptables_leftovers.h"
+#include "pkg/iptables/iptables_leftovers.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>

@@ -1,4 +1,4 @@
-#include "nft/probe.h"
+#include "nft/kernel/probe.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>

@@ -1,11 +1,11 @@
-#include "nft/iptables_cleanup.h"
+#include "pkg/iptables/iptables_cleanup.h"
 
 #include <glog/logging.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "nft/iptables_leftovers.h"
+#include "pkg/iptables/iptables_leftovers.h"
 
 namespace kpn::nft {
 

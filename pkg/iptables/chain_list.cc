@@ -1,10 +1,10 @@
-#include "nft/chain_list.h"
+#include "pkg/iptables/chain_list.h"
 
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 
-#include "nft/nfnetlink.h"
+#include "nft/kernel/nfnetlink.h"
 
 namespace kpn::nft {
 
