@@ -14,7 +14,7 @@
 #include "nft/kernel/cache_scope.h"
 #include "nft/kernel/helper_process.h"
 #include "nft/kernel/nft_helper.h"
-#include "nft/runner.h"
+#include "nft/kernel/nft_runner.h"
 #include "nft/kernel/typeof_guard.h"
 
 using namespace kpn::nft;

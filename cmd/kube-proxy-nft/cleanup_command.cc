@@ -2,15 +2,15 @@
 
 #include <glog/logging.h>
 
+#include "cmd/kube-proxy-nft/nft_runner_options.h"
+#include "nft/kernel/fingerprint_reader.h"
 #include "pkg/iptables/iptables_cleanup.h"
-#include "nft/kernel_fingerprint.h"
-#include "nft/runner.h"
 #include "pkg/render/layout.h"
 
 namespace kpn::cmd {
 
 int runCleanup() {
-  nft::NftRunner runner;
+  nft::NftRunner runner(nftRunnerOptions());
   int rc = 0;
   // What is there first (names only: cheap even for a table of 10k services), for the log line.
   std::vector<nft::TableId> ours;

@@ -1,4 +1,4 @@
-#include "nft/kernel_fingerprint.h"
+#include "nft/kernel/fingerprint_reader.h"
 
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>

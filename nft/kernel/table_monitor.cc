@@ -1,6 +1,6 @@
 #include "nft/kernel/table_monitor.h"
 
-#include "nft/kernel_fingerprint.h"
+#include "nft/kernel/fingerprint_reader.h"
 #include "nft/kernel/nfnetlink.h"
 
 #include <glog/logging.h>

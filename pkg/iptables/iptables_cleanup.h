@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "nft/runner.h"
+#include "nft/kernel/nft_runner.h"
 
 namespace kpn::nft {
 
