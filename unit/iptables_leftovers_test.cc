@@ -12,7 +12,7 @@
 
 #include "pkg/iptables/iptables_leftovers.h"
 
-using namespace kpn::nft;
+using namespace kpn::iptables;
 
 namespace {
 

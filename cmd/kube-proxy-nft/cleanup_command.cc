@@ -31,7 +31,7 @@ int runCleanup() {
       LOG(INFO) << "cleanup: deleted table " << table << " (" << c.chains << " chains, " << c.sets << " sets and maps)";
     }
   }
-  nft::IptablesCleanupResult leftovers = nft::removeIptablesLeftovers(runner);  // logs what it removed
+  iptables::IptablesCleanupResult leftovers = iptables::removeIptablesLeftovers(runner);  // logs what it removed
   if (!leftovers.ok) rc = 1;
   else if (leftovers.chains == 0 && leftovers.jumpRules == 0)
     LOG(INFO) << "cleanup: none of upstream kube-proxy's iptables-mode chains found";

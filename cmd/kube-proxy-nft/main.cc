@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   // `status`, `trace` and Kubernetes Events: what the daemon knows, for those who cannot read its log.
   kpn::cmd::Diagnosis diagnosis({conf, cfg.nodeName, source, state, syncer, renderer, metrics});
   diagnosis.observe(loop);
-  if (conf.options.cleanupIptables) syncer.afterCommit(kpn::nft::iptablesLeftoverCleaner(runner));
+  if (conf.options.cleanupIptables) syncer.afterCommit(kpn::iptables::iptablesLeftoverCleaner(runner));
   kpn::net::FdLimit fds = kpn::net::raiseFdLimit();
   LOG(INFO) << "open files limit " << fds.soft << " (hard " << fds.hard << ")" << (fds.error.empty() ? "" : ": " + fds.error);
   // Before the servers on it: it must outlive them.

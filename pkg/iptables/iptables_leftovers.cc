@@ -9,7 +9,7 @@
 
 #include "nft/json_text.h"
 
-namespace kpn::nft {
+namespace kpn::iptables {
 
 namespace {
 
@@ -187,7 +187,7 @@ std::string cleanupTransactionJson(const IptablesCleanupPlan& plan) {
 }
 
 std::string listChainsCommand(const std::string& family) {
-  return "{\"nftables\":[{\"list\":{\"chains\":{\"family\":" + jsonString(family) + "}}}]}";
+  return "{\"nftables\":[{\"list\":{\"chains\":{\"family\":" + nft::jsonString(family) + "}}}]}";
 }
 
 std::string listChainCommand(const IptablesChain& chain) {
@@ -220,4 +220,4 @@ std::optional<std::string> legacyIptablesReport(
          "(docs/migration.md)";
 }
 
-}  // namespace kpn::nft
+}  // namespace kpn::iptables
