@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "nft/json_read.h"
 #include "nft/json_text.h"
 
 namespace kpn::iptables {
@@ -120,8 +121,7 @@ bool isUpstreamJumpRule(std::string_view table, std::string_view chain, std::str
 
 bool addIptablesListing(const std::string& listingJson, IptablesCleanupPlan* plan, std::string* error) {
   rapidjson::Document doc;
-  doc.Parse(listingJson.c_str(), listingJson.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("nftables") || !doc["nftables"].IsArray()) {
+  if (!nft::readJson(listingJson, doc) || !doc.IsObject() || !doc.HasMember("nftables") || !doc["nftables"].IsArray()) {
     if (error) *error = "unreadable nft listing";
     return false;
   }
