@@ -1,49 +1,31 @@
 #include "nft/kernel/probe.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
+#include <cstdio>
 #include <random>
+
+#include "nft/json_text.h"
+#include "nft/transaction.h"
 
 namespace kpn::nft {
 
 namespace {
 
-// One base chain per requirement that needs a hook of its own; rules go into "filter" otherwise.
-const char* const kFilterChain =
-    R"({"add":{"chain":{"family":"@FAMILY","table":"@TABLE","name":"filter","type":"filter","hook":"output","prio":0,"policy":"accept"}}})";
+// The base chain for the rules of requirements that need no hook of their own.
+const char* const kFilterChain = "filter";
+const Hook kFilterHook{"filter", "output", 0};
 
-std::string rule(const char* chain, const char* exprs) {
-  return std::string(R"({"add":{"rule":{"family":"@FAMILY","table":"@TABLE","chain":")") + chain + R"(","expr":)" +
-         exprs + "}}}";
-}
-
-// Replaces the placeholders in every string of `v`.
-void fill(rapidjson::Value& v, const std::map<std::string, std::string>& values, rapidjson::Document::AllocatorType& a) {
-  if (v.IsString()) {
-    auto it = values.find(v.GetString());
-    if (it != values.end()) v.SetString(it->second.c_str(), static_cast<rapidjson::SizeType>(it->second.size()), a);
-  } else if (v.IsArray()) {
-    for (auto& item : v.GetArray()) fill(item, values, a);
-  } else if (v.IsObject()) {
-    for (auto& m : v.GetObject()) fill(m.value, values, a);
-  }
-}
-
-// {"<verb>": {"table": {"family": ..., "name": ...}}}
-rapidjson::Value tableCommand(const char* verb, const char* family, const std::string& table,
-                              rapidjson::Document::AllocatorType& a) {
-  rapidjson::Value cmd(rapidjson::kObjectType), t(rapidjson::kObjectType), body(rapidjson::kObjectType);
-  body.AddMember("family", rapidjson::Value(family, a), a);
-  body.AddMember("name", rapidjson::Value(table.c_str(), a), a);
-  t.AddMember("table", body, a);
-  cmd.AddMember(rapidjson::StringRef(verb), t, a);
-  return cmd;
+void addObjects(Transaction& txn, const Requirement& r, const std::string& table, Family f) {
+  if (!r.objects) return;
+  const ProbeObjects o = r.objects(f);
+  for (const SetDecl& s : o.sets) txn.addSet(f, table, s);
+  for (const Chain& c : o.chains) txn.addChain(f, table, c.name, c.hook);
+  for (const Chain& c : o.chains)
+    for (const Rule& rule : c.rules) txn.addRule(f, table, c.name, rule);
+  for (const Rule& rule : o.rules) txn.addRule(f, table, kFilterChain, rule);
 }
 
 std::string oneLine(std::string s) {
@@ -54,45 +36,18 @@ std::string oneLine(std::string s) {
 
 }  // namespace
 
-const std::vector<Requirement>& rulesetRequirements() {
-  static const std::vector<Requirement> reqs = {
-      {"nf_tables", "nf_tables", std::string("[") + kFilterChain + "]"},
-      {"ct", "nft_ct, nf_conntrack",
-       "[" + rule("filter", R"([{"match":{"op":"in","left":{"ct":{"key":"state"}},"right":["established","related"]}},{"accept":null}])") +
-           "," + rule("filter", R"([{"match":{"op":"in","left":{"ct":{"key":"status"}},"right":"dnat"}},{"accept":null}])") + "]"},
-      {"nat", "nft_chain_nat, nft_nat",
-       R"([{"add":{"chain":{"family":"@FAMILY","table":"@TABLE","name":"dnat","type":"nat","hook":"prerouting","prio":-100,"policy":"accept"}}},)" +
-           rule("dnat", R"([{"match":{"op":"==","left":{"meta":{"key":"l4proto"}},"right":"tcp"}},{"dnat":{"addr":"@ADDR","port":80}}])") + "]"},
-      {"masquerade", "nft_masq",
-       R"([{"add":{"chain":{"family":"@FAMILY","table":"@TABLE","name":"snat","type":"nat","hook":"postrouting","prio":100,"policy":"accept"}}},)" +
-           rule("snat", R"([{"masquerade":{"flags":["fully-random"]}}])") + "]"},
-      {"numgen", "nft_numgen",
-       "[" + rule("filter", R"([{"vmap":{"key":{"numgen":{"mode":"random","mod":2,"offset":0}},"data":{"set":[[0,{"accept":null}],[1,{"accept":null}]]}}}])") + "]"},
-      {"concatenated verdict maps", "nf_tables (concatenations, kernel >= 4.15)",
-       R"([{"add":{"map":{"family":"@FAMILY","table":"@TABLE","name":"services","type":["@ADDRTYPE","inet_proto","inet_service"],"map":"verdict"}}},)" +
-           rule("filter", R"([{"vmap":{"key":{"concat":[{"payload":{"protocol":"@FAMILY","field":"daddr"}},{"meta":{"key":"l4proto"}},{"payload":{"protocol":"th","field":"dport"}}]},"data":"@services"}}])") + "]"},
-      {"fib", "nft_fib_ipv4, nft_fib_ipv6",
-       "[" + rule("filter", R"([{"match":{"op":"==","left":{"fib":{"result":"type","flags":["daddr"]}},"right":"local"}},{"accept":null}])") + "]"},
-      {"reject", "nft_reject_ipv4, nft_reject_ipv6",
-       "[" + rule("filter", R"([{"match":{"op":"==","left":{"meta":{"key":"l4proto"}},"right":"tcp"}},{"reject":{"type":"tcp reset"}}])") +
-           "," + rule("filter", R"([{"reject":null}])") + "]"},
-      {"dynamic sets with timeouts", "nf_tables (set timeouts), nft_dynset",
-       R"([{"add":{"set":{"family":"@FAMILY","table":"@TABLE","name":"affinity","type":"@ADDRTYPE","flags":["timeout"],"timeout":10800}}},)" +
-           rule("filter", R"([{"set":{"op":"update","elem":{"payload":{"protocol":"@FAMILY","field":"saddr"}},"set":"@affinity"}}])") + "]"},
-  };
-  return reqs;
+Requirement fakeRequirement(const std::string& name) {
+  // Not nft syntax on purpose: an expression named as no kernel's is.
+  const Stmt unknown{"{" + jsonString(name) + ":null}", name, {}, {}};
+  return {name, "test only: no kernel has it", [unknown](Family) { return ProbeObjects{{}, {}, {makeRule({unknown})}}; }};
 }
 
-Requirement fakeRequirement(const std::string& name) {
-  rapidjson::StringBuffer sb;
-  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
-  w.StartArray();
-  w.StartObject();
-  w.Key(name.c_str(), static_cast<rapidjson::SizeType>(name.size()));
-  w.Null();
-  w.EndObject();
-  w.EndArray();
-  return {name, "test only: no kernel has it", "[" + rule("filter", sb.GetString()) + "]"};
+std::string requirementCommandsJson(const Requirement& r, const std::string& table, Family f) {
+  Transaction txn;
+  addObjects(txn, r, table, f);
+  const std::string json = txn.toJson();  // {"nftables":[...]}
+  const std::string head = "{\"nftables\":";
+  return json.substr(head.size(), json.size() - head.size() - 1);
 }
 
 std::string scratchTableName() {
@@ -104,37 +59,12 @@ std::string scratchTableName() {
 }
 
 std::string probeTransactionJson(const std::string& table, const std::vector<Requirement>& reqs, Family f) {
-  rapidjson::Document doc(rapidjson::kObjectType);
-  auto& a = doc.GetAllocator();
-  rapidjson::Value cmds(rapidjson::kArrayType);
-  const bool v4 = f == Family::IPv4;
-  const char* family = familyName(f);
-  std::map<std::string, std::string> values = {{"@FAMILY", family},
-                                               {"@TABLE", table},
-                                               {"@ADDR", v4 ? "192.0.2.1" : "2001:db8::1"},
-                                               {"@ADDRTYPE", v4 ? "ipv4_addr" : "ipv6_addr"}};
-  cmds.PushBack(tableCommand("add", family, table, a), a);
-  if (!reqs.empty()) {
-    // Every requirement but the first two uses the filter chain: declare it once.
-    rapidjson::Document chain(&a);
-    chain.Parse(kFilterChain);
-    fill(chain, values, a);
-    cmds.PushBack(rapidjson::Value(chain, a), a);
-  }
-  for (const Requirement& r : reqs) {
-    if (r.name == "nf_tables") continue;  // the table and the filter chain are it
-    rapidjson::Document part(&a);
-    part.Parse(r.commandsJson.c_str());
-    if (part.HasParseError() || !part.IsArray()) continue;  // our own text: a unit test parses each
-    fill(part, values, a);
-    for (auto& c : part.GetArray()) cmds.PushBack(rapidjson::Value(c, a), a);
-  }
-  cmds.PushBack(tableCommand("delete", family, table, a), a);
-  doc.AddMember("nftables", cmds, a);
-  rapidjson::StringBuffer sb;
-  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
-  doc.Accept(w);
-  return sb.GetString();
+  Transaction txn;
+  txn.addTable(f, table);
+  if (!reqs.empty()) txn.addChain(f, table, kFilterChain, kFilterHook);
+  for (const Requirement& r : reqs) addObjects(txn, r, table, f);
+  txn.deleteTable(f, table);
+  return txn.toJson();
 }
 
 std::string ProbeResult::line() const {
