@@ -1,5 +1,5 @@
-// For bench/libnftables_cache_cost.py only: the daemon's libnftnl interposers (nft/cache_scope,
-// nft/typeof_guard) as an LD_PRELOAD library, so that their effect on libnftables can be measured
+// For bench/libnftables_cache_cost.py only: the daemon's libnftnl interposers (nft/kernel/cache_scope,
+// nft/kernel/typeof_guard) as an LD_PRELOAD library, so that their effect on libnftables can be measured
 // outside the daemon. With KPN_SCOPE set, the cache scope is ip/ip6 kube-proxy, as in the helper.
 #include <linux/netfilter.h>
 

@@ -1,5 +1,5 @@
 // Trace by name and the real causes (pkg/trace: request, frontends, causes, drift, known_state;
-// nft/trace_report's new fields): each cause from a rendered table and the state that made it, as
+// nft/eval/trace_report's new fields): each cause from a rendered table and the state that made it, as
 // `trace` puts them together on a node.
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
