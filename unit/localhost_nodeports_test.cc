@@ -3,7 +3,9 @@
 // and the listeners themselves relaying real connections on 127.0.0.1.
 #include <doctest/doctest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -244,4 +246,43 @@ TEST_CASE("localhost NodePorts: listeners relay real connections on 127.0.0.1, f
   CHECK(ask(np).empty());
   for (int i = 0; i < 100 && proxy.openConnections() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(proxy.openConnections() == 0);
+}
+
+// A listener whose accept fails (no descriptor left, EMFILE) must not retry in a tight loop: the
+// pending connection makes every accept fail again at once, and the proxy's thread would take a
+// core for as long as the node is out of descriptors. In a child process: the limit is per process.
+TEST_CASE("localhost NodePorts: a listener out of descriptors retries its accept calmly") {
+  TagServer a("a");
+  const uint16_t np = freePort();
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    localhost::Proxy proxy;
+    proxy.sync(net::Family::V4, {{np, {"ns1/web", {{"127.0.0.1", a.port}}, 0}}});
+    int client = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(np);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    // Every descriptor number up to the limit taken: the listener's accept gets EMFILE.
+    rlimit lim{};
+    getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = 64;
+    setrlimit(RLIMIT_NOFILE, &lim);
+    while (dup(0) >= 0) {
+    }
+    if (connect(client, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) _exit(3);
+    // Wait until accepting has failed at least once, then let a second pass.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (proxy.acceptFailures() == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (proxy.acceptFailures() == 0) _exit(4);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    // At one retry per 100 ms about 10; a tight loop makes hundreds of thousands.
+    _exit(proxy.acceptFailures() <= 30 ? 0 : 5);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

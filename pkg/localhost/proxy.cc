@@ -37,7 +37,8 @@ struct Session : std::enable_shared_from_this<Session> {
 };
 
 struct Listener : std::enable_shared_from_this<Listener> {
-  Listener(asio::io_context& io, size_t& open, const Limits& limits) : acceptor(io), open(open), limits(limits) {}
+  Listener(asio::io_context& io, size_t& open, size_t& acceptFailures, const Limits& limits)
+      : acceptor(io), retry(io), open(open), acceptFailures(acceptFailures), limits(limits) {}
 
   void accept();
   std::optional<tcp::endpoint> pick();
@@ -45,11 +46,14 @@ struct Listener : std::enable_shared_from_this<Listener> {
   void shutdown() {
     boost::system::error_code ignored;
     acceptor.close(ignored);
+    retry.cancel();
     for (Session* s : std::set<Session*>(sessions)) s->close();
   }
 
   tcp::acceptor acceptor;
+  asio::steady_timer retry;  // after a failed accept (no descriptor left): wait, don't spin
   size_t& open;  // the proxy's count of relayed connections
+  size_t& acceptFailures;  // the proxy's count of failed accepts
   const Limits& limits;
   int32_t port = 0;
   std::string service;
@@ -138,6 +142,16 @@ void Listener::accept() {
       } else {
         std::make_shared<Session>(std::move(socket), self)->start(*endpoint, self->limits.connectTimeoutMs);
       }
+    } else {
+      // EMFILE and the like fail again at once while nothing changes: a tight accept loop would
+      // take a core. Try again a little later.
+      ++self->acceptFailures;
+      LOG_EVERY_N(WARNING, 100) << "localhost nodePort " << self->port << ": accept failed: " << ec.message();
+      self->retry.expires_after(std::chrono::milliseconds(100));
+      self->retry.async_wait([self](const boost::system::error_code& wec) {
+        if (!wec && self->acceptor.is_open()) self->accept();
+      });
+      return;
     }
     self->accept();
   });
@@ -195,6 +209,7 @@ struct Proxy::Impl {
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work;
   size_t open = 0;
+  size_t acceptFailures = 0;
   std::map<int32_t, std::shared_ptr<Listener>> listeners[2];  // IPv4, IPv6
   std::thread thread;  // last: it runs on everything above
 };
@@ -204,6 +219,10 @@ Proxy::~Proxy() = default;
 
 size_t Proxy::openConnections() {
   return impl_->run([this] { return impl_->open; });
+}
+
+size_t Proxy::acceptFailures() {
+  return impl_->run([this] { return impl_->acceptFailures; });
 }
 
 SyncResult Proxy::sync(net::Family f, const std::map<int32_t, render::LocalhostNodePort>& want) {
@@ -226,7 +245,7 @@ SyncResult Proxy::sync(net::Family f, const std::map<int32_t, render::LocalhostN
         have->second->update(spec);
         continue;
       }
-      auto l = std::make_shared<Listener>(impl_->io, impl_->open, impl_->limits);
+      auto l = std::make_shared<Listener>(impl_->io, impl_->open, impl_->acceptFailures, impl_->limits);
       l->port = port;
       l->update(spec);
       boost::system::error_code ec;

@@ -47,6 +47,7 @@ class Proxy {
   // closed (with their connections), the rest take the new endpoints for their next connection.
   SyncResult sync(net::Family f, const std::map<int32_t, render::LocalhostNodePort>& want);
   size_t openConnections();  // relayed now, for tests
+  size_t acceptFailures();   // accepts that failed (no descriptor left), for tests
 
  private:
   struct Impl;
