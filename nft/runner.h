@@ -43,8 +43,8 @@ class Runner {
   // Our table as the kernel holds it; exists=false when absent.
   virtual RunResult list(Family f, const std::string& table, ListedTable* out) = 0;
   virtual RunResult deleteTable(Family f, const std::string& table) = 0;  // absent is fine
-  // The cheap kernel fingerprint (nft/kernel_fingerprint.h, read by nft/kernel/fingerprint_reader.h): the ruleset generation, and chain and
-  // set counts of `tables`. nullopt with *error when the kernel cannot be asked.
+  // The cheap kernel fingerprint (nft/kernel_fingerprint.h): the ruleset generation, and chain
+  // and set counts of `tables`. nullopt with *error when the kernel cannot be asked.
   virtual std::optional<uint32_t> generation(std::string* error) = 0;
   virtual std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables,
                                                                     std::string* error) = 0;

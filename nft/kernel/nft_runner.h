@@ -17,10 +17,10 @@
 
 namespace kpn::nft {
 
-// libnftables in a supervised helper process (nft/kernel/nft_helper.h): a crash or exit() inside it fails one
-// call, never the daemon, and a new helper takes the next one. The helper's libnftables sees only
-// `tables` (other agents' tables cost nothing and cannot crash it), so list/delete other tables
-// through it and they look absent.
+// libnftables in a supervised helper process (nft/kernel/nft_helper.h): a crash or exit() inside
+// it fails one call, never the daemon, and a new helper takes the next one. The helper's
+// libnftables sees only `tables` (other agents' tables cost nothing and cannot crash it), so
+// list/delete other tables through it and they look absent.
 struct NftRunnerOptions {
   std::string executable = "/proc/self/exe";  // a binary whose main() calls runNftHelperIfAsked
   std::vector<std::pair<Family, std::string>> tables;  // the caller's tables: the helper's cache scope
@@ -30,7 +30,7 @@ struct NftRunnerOptions {
 
 class NftRunner : public Runner {
  public:
-  explicit NftRunner(NftRunnerOptions options = {});
+  explicit NftRunner(NftRunnerOptions options);
   ~NftRunner() override;
   RunResult commit(const Transaction& txn) override;
   RunResult check(const Transaction& txn) override;

@@ -39,7 +39,8 @@ std::string oneLine(std::string s) {
 Requirement fakeRequirement(const std::string& name) {
   // Not nft syntax on purpose: an expression named as no kernel's is.
   const Stmt unknown{"{" + jsonString(name) + ":null}", name, {}, {}};
-  return {name, "test only: no kernel has it", [unknown](Family) { return ProbeObjects{{}, {}, {makeRule({unknown})}}; }};
+  return {name, "test only: no kernel has it",
+          [unknown](Family) { return ProbeObjects{{}, {}, {makeRule({unknown})}}; }};
 }
 
 std::string requirementCommandsJson(const Requirement& r, const std::string& table, Family f) {

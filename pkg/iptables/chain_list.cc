@@ -8,6 +8,8 @@
 
 namespace kpn::iptables {
 
+namespace nfnl = nft::nfnl;
+
 namespace {
 
 const char* familyText(int f) {
@@ -35,27 +37,27 @@ std::string hookText(int family, uint32_t n) {
 
 std::optional<std::vector<ListedChainInfo>> listChains(std::string* error) {
   std::vector<ListedChainInfo> out;
-  bool ok = nft::nfnl::request(NFT_MSG_GETCHAIN, NFPROTO_UNSPEC, true, [&](const nlmsghdr* h) {
-    const nlattr* hook = nft::nfnl::findAttr(h, NFTA_CHAIN_HOOK);
-    const nlattr* table = nft::nfnl::findAttr(h, NFTA_CHAIN_TABLE);
-    const nlattr* name = nft::nfnl::findAttr(h, NFTA_CHAIN_NAME);
+  bool ok = nfnl::request(NFT_MSG_GETCHAIN, NFPROTO_UNSPEC, true, [&](const nlmsghdr* h) {
+    const nlattr* hook = nfnl::findAttr(h, NFTA_CHAIN_HOOK);
+    const nlattr* table = nfnl::findAttr(h, NFTA_CHAIN_TABLE);
+    const nlattr* name = nfnl::findAttr(h, NFTA_CHAIN_NAME);
     if (!table || !name) return;
     const auto* g = reinterpret_cast<const nfgenmsg*>(NLMSG_DATA(h));
     ListedChainInfo c;
     c.family = familyText(g->nfgen_family);
-    c.table = nft::nfnl::stringAttr(table);
-    c.chain = nft::nfnl::stringAttr(name);
+    c.table = nfnl::stringAttr(table);
+    c.chain = nfnl::stringAttr(name);
     c.base = hook != nullptr;
     if (!c.base) {
       out.push_back(std::move(c));
       return;
     }
-    if (const nlattr* t = nft::nfnl::findAttr(h, NFTA_CHAIN_TYPE)) c.type = nft::nfnl::stringAttr(t);
-    if (const nlattr* num = nft::nfnl::findNested(hook, NFTA_HOOK_HOOKNUM)) c.hook = hookText(g->nfgen_family, nft::nfnl::be32Attr(num));
-    if (const nlattr* prio = nft::nfnl::findNested(hook, NFTA_HOOK_PRIORITY))
-      c.priority = static_cast<int32_t>(nft::nfnl::be32Attr(prio));
-    const nlattr* policy = nft::nfnl::findAttr(h, NFTA_CHAIN_POLICY);
-    c.policy = policy && nft::nfnl::be32Attr(policy) == NF_DROP ? "drop" : "accept";
+    if (const nlattr* t = nfnl::findAttr(h, NFTA_CHAIN_TYPE)) c.type = nfnl::stringAttr(t);
+    if (const nlattr* num = nfnl::findNested(hook, NFTA_HOOK_HOOKNUM)) c.hook = hookText(g->nfgen_family, nfnl::be32Attr(num));
+    if (const nlattr* prio = nfnl::findNested(hook, NFTA_HOOK_PRIORITY))
+      c.priority = static_cast<int32_t>(nfnl::be32Attr(prio));
+    const nlattr* policy = nfnl::findAttr(h, NFTA_CHAIN_POLICY);
+    c.policy = policy && nfnl::be32Attr(policy) == NF_DROP ? "drop" : "accept";
     out.push_back(std::move(c));
   }, error);
   if (!ok) return std::nullopt;

@@ -51,7 +51,8 @@ const std::vector<nft::Requirement>& rulesetRequirements() {
       {"concatenated verdict maps", "nf_tables (concatenations, kernel >= 4.15)",
        [](Family f) {
          nft::SetDecl services{"services", {nft::addrTypeName(f), "inet_proto", "inet_service"}, "verdict", "", false};
-         nft::Expr key = ex::concat({ex::payload(nft::familyName(f), "daddr"), ex::meta("l4proto"), ex::payload("th", "dport")});
+         nft::Expr key =
+             ex::concat({ex::payload(nft::familyName(f), "daddr"), ex::meta("l4proto"), ex::payload("th", "dport")});
          return ProbeObjects{{services}, {}, {nft::makeRule({st::vmap(key, services.name)})}};
        }},
       {"fib", "nft_fib_ipv4, nft_fib_ipv6",
@@ -61,7 +62,8 @@ const std::vector<nft::Requirement>& rulesetRequirements() {
       {"dynamic sets with timeouts", "nf_tables (set timeouts), nft_dynset",
        [](Family f) {
          nft::SetDecl affinity{"affinity", {nft::addrTypeName(f)}, "", "", true};
-         return ProbeObjects{{affinity}, {}, {nft::makeRule({st::setUpdate(ex::payload(nft::familyName(f), "saddr"), 10800, affinity.name)})}};
+         nft::Stmt update = st::setUpdate(ex::payload(nft::familyName(f), "saddr"), 10800, affinity.name);
+         return ProbeObjects{{affinity}, {}, {nft::makeRule({update})}};
        }},
   };
   return reqs;
