@@ -4,7 +4,7 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 CPPFLAGS += -I.
 # cpprest needs -lssl -lcrypto spelled out (its TLS code is inlined into our objects).
-# The libnftnl interposers of nft/typeof_guard.cc and nft/cache_scope.cc must be in the dynamic
+# The libnftnl interposers of nft/kernel/typeof_guard.cc and nft/kernel/cache_scope.cc must be in the dynamic
 # symbol table for libnftables to call them.
 LDFLAGS  += -Wl,--export-dynamic-symbol=nftnl_set_get_data -Wl,--export-dynamic-symbol='nftnl_*_nlmsg_parse'
 LDLIBS   += -lnftables -lglog -lgflags -lyaml-cpp -lcpprest -lssl -lcrypto -lprometheus-cpp-core -lnetfilter_conntrack -pthread
@@ -21,7 +21,7 @@ endif
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
 PYTHON   := /usr/bin/python3
 NPROC    := $(shell nproc)
-LIB_SRCS := $(sort $(wildcard nft/*.cc pkg/*/*.cc))
+LIB_SRCS := $(sort $(wildcard nft/*.cc nft/*/*.cc pkg/*/*.cc))
 LIB_OBJS := $(LIB_SRCS:%.cc=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(sort $(wildcard unit/*.cc))
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o)
@@ -140,7 +140,7 @@ test: deps
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # For bench/libnftables_cache_cost.py: the cache-scope interposers as an LD_PRELOAD library.
-$(BUILD)/cache-scope-preload.so: bench/cache_scope_preload.cc nft/cache_scope.cc nft/typeof_guard.cc
+$(BUILD)/cache-scope-preload.so: bench/cache_scope_preload.cc nft/kernel/cache_scope.cc nft/kernel/typeof_guard.cc
 	$(CXX) $(CPPFLAGS) -std=c++17 -O2 -fPIC -shared -o $@ $^ -ldl
 
 # Minutes of chaos in namespaces (e2e/chaos_scenarios.py); not part of `make test`.

@@ -7,7 +7,7 @@ A kernel that keeps refusing one service, or one family, cannot be made on purpo
 namespace (a service's objects live in our tables, and the repair of defect 6 undoes outside
 writes there), so two tests use the helper's failpoint KPN_FAULT_REFUSE_TEXT: the libnftables
 helper refuses, as the kernel refuses, every commit and check whose JSON contains a given text
-(nft/nft_helper.cc). Everything else is real: the daemon, the kernel, the packets. Before the
+(nft/kernel/nft_helper.cc). Everything else is real: the daemon, the kernel, the packets. Before the
 isolation both tests fail: a refused transaction was retried forever as a full one, and nothing
 else was programmed (one transaction carries both families)."""
 import pytest

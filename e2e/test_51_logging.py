@@ -71,7 +71,7 @@ def test_json_format_is_one_klog_json_object_per_line_the_helpers_too(lab):
         assert isinstance(o["ts"], (int, float)) and abs(o["ts"] - now_ms) < 300_000, o  # milliseconds
         assert re.fullmatch(r"[\w.+-]+/[\w.+-]+:\d+", o["caller"]), o  # zap's short caller: dir/file:line
     helper = [o for o in objs if o["msg"].startswith(HELPER)]
-    assert helper and helper[0]["caller"].startswith("nft/nft_helper.cc:") and helper[0]["v"] == 0, helper
+    assert helper and helper[0]["caller"].startswith("kernel/nft_helper.cc:") and helper[0]["v"] == 0, helper
     refused = [o for o in objs if o["msg"].startswith(REFUSED)]
     assert refused and "v" not in refused[0], refused  # an error line, as klog's JSON logger writes it
     assert any(o["msg"].startswith("first sync done: ") and o["v"] == 0 for o in objs)

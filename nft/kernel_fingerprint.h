@@ -2,14 +2,13 @@
 // every commit of anyone) and, per table of ours, how many chains and sets it has. The syncer
 // takes one after each commit; a periodic sync compares and falls back to a full sync (a listing
 // of the kernel) when it differs, for damage the table monitor's events did not report.
+// The values only: nft/kernel/fingerprint_reader.h reads them from the kernel.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "nft/model.h"
 
@@ -26,11 +25,5 @@ struct KernelFingerprint {
   uint32_t generation = 0;
   std::map<TableId, TableCounts> tables;
 };
-
-// Over a plain netlink socket: one request for the generation, one dump of chains and one of sets
-// per family (names only, no rules or elements). nullopt with *error when the kernel cannot be
-// asked (no descriptor left, no nftables).
-std::optional<uint32_t> readGeneration(std::string* error);
-std::optional<std::map<TableId, TableCounts>> readTableCounts(const std::vector<TableId>& tables, std::string* error);
 
 }  // namespace kpn::nft

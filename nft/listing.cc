@@ -1,4 +1,5 @@
 #include "nft/listing.h"
+#include "nft/json_read.h"
 #include "nft/json_u32.h"
 
 #include <rapidjson/document.h>
@@ -99,8 +100,7 @@ std::optional<ListedNumgenDnat> numgenDnatOf(const rapidjson::Value& expr) {
 
 std::optional<SlotKey> splitSlotKey(const std::string& keyJson) {
   rapidjson::Document d;
-  d.Parse(keyJson.c_str(), keyJson.size());
-  if (d.HasParseError() || !d.IsObject()) return std::nullopt;
+  if (!readJson(keyJson, d) || !d.IsObject()) return std::nullopt;
   auto c = d.FindMember("concat");
   if (c == d.MemberEnd() || !c->value.IsArray() || c->value.Size() < 2) return std::nullopt;
   const auto& parts = c->value.GetArray();
@@ -114,15 +114,13 @@ std::optional<SlotKey> splitSlotKey(const std::string& keyJson) {
 ListedRule listedRule(std::string exprJson, std::string comment) {
   ListedRule r{std::move(exprJson), std::move(comment), std::nullopt};
   rapidjson::Document d;
-  d.Parse(r.exprJson.c_str(), r.exprJson.size());
-  if (!d.HasParseError()) r.numgenDnat = numgenDnatOf(d);
+  if (readJson(r.exprJson, d)) r.numgenDnat = numgenDnatOf(d);
   return r;
 }
 
 std::optional<ListedTable> parseListing(const std::string& json, std::string* error) {
   rapidjson::Document doc;
-  doc.Parse(json.c_str(), json.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("nftables") || !doc["nftables"].IsArray()) {
+  if (!readJson(json, doc) || !doc.IsObject() || !doc.HasMember("nftables") || !doc["nftables"].IsArray()) {
     if (error) *error = "unreadable nft listing";
     return std::nullopt;
   }

@@ -48,7 +48,8 @@ struct SetDecl {
   // A set the data path fills (`update @set { … timeout Ns }`: session affinity): declared natively
   // with its typeofSpec as `add set … { typeof …; flags dynamic,timeout; size … }`. Its elements
   // belong to the kernel: a reconcile never deletes them and a full resync never flushes them, so
-  // they survive restarts and failed syncs.
+  // they survive restarts and failed syncs. (Without a typeofSpec, as the start-up probe declares
+  // one, it goes in JSON with its keyType and the timeout flag.)
   bool dynamic = false;
   bool operator==(const SetDecl& o) const {
     return name == o.name && keyType == o.keyType && dataType == o.dataType && typeofSpec == o.typeofSpec &&
@@ -109,7 +110,7 @@ struct Table {
   Family family = Family::IPv4;
   std::string name;
   std::vector<SetDecl> sets;
-  // Named counter objects (`counter name` in rules; read by the metrics, nft/counter_objects.h):
+  // Named counter objects (`counter name` in rules; read by the metrics, nft/kernel/counter_objects.h):
   // declared with the start-up declarations, never deleted or reset by a sync, so their counts
   // survive restarts, failed syncs and full resyncs.
   std::vector<std::string> counters;

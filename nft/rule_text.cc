@@ -1,4 +1,5 @@
 #include "nft/rule_text.h"
+#include "nft/json_read.h"
 #include "nft/json_u32.h"
 
 #include <rapidjson/document.h>
@@ -139,8 +140,7 @@ std::string statement(const JValue& s) {
 
 std::string ruleTextFromJson(const std::string& exprJson) {
   rapidjson::Document d;
-  d.Parse(exprJson.c_str(), exprJson.size());
-  if (d.HasParseError() || !d.IsArray()) return exprJson;
+  if (!readJson(exprJson, d) || !d.IsArray()) return exprJson;
   try {
     std::string out;
     for (const auto& s : d.GetArray()) out += (out.empty() ? "" : " ") + statement(s);

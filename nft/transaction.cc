@@ -92,6 +92,7 @@ std::string typeText(const std::vector<std::string>& types) {
 
 void Transaction::addTable(Family f, const std::string& t) { ops_.push_back(makeOp(Verb::Add, Kind::Table, f, t, "")); }
 void Transaction::flushTable(Family f, const std::string& t) { ops_.push_back(makeOp(Verb::Flush, Kind::Table, f, t, "")); }
+void Transaction::deleteTable(Family f, const std::string& t) { ops_.push_back(makeOp(Verb::Delete, Kind::Table, f, t, "")); }
 void Transaction::addChain(Family f, const std::string& t, const std::string& c, const std::optional<Hook>& hook) {
   ops_.push_back(makeOp(Verb::Add, Kind::Chain, f, t, c));
   if (hook) ops_.back().hook = std::make_shared<const Hook>(*hook);
@@ -174,6 +175,10 @@ std::string Transaction::toJson() const {
           out += ",\"type\":";
           appendTypeJson(out, op.set->keyType);
           if (isMap) out += ",\"map\":" + jsonString(op.set->dataType);
+          // A dynamic set with a plain key type (the start-up probe's; ours have a typeofSpec and
+          // are declared natively): nft 1.0.6 JSON takes "timeout" but not "dynamic" as a flag, and
+          // adds dynamic itself for the set's update statement.
+          if (op.set->dynamic) out += ",\"flags\":[\"timeout\"]";
         }
         out += "}";
         break;
@@ -231,7 +236,7 @@ std::string Transaction::toText() const {
         } else if (op.verb == Verb::Add) {
           bool isMap = !op.set->dataType.empty();
           out += head + (isMap ? "map " : "set ") + where + " " + op.name + " { type " + typeText(op.set->keyType) +
-                 (isMap ? " : " + op.set->dataType : "") + " ; }\n";
+                 (isMap ? " : " + op.set->dataType : "") + (op.set->dynamic ? " ; flags dynamic,timeout" : "") + " ; }\n";
         } else {
           bool isMap = !op.set->dataType.empty() || (!op.set->typeofSpec.empty() && !op.set->dynamic);
           out += head + (isMap ? "map " : "set ") + where + " " + op.name + "\n";

@@ -40,6 +40,7 @@ class Transaction {
  public:
   void addTable(Family f, const std::string& table);
   void flushTable(Family f, const std::string& table);
+  void deleteTable(Family f, const std::string& table);  // the start-up probe's scratch table
   void addChain(Family f, const std::string& table, const std::string& chain, const std::optional<Hook>& hook);
   void flushChain(Family f, const std::string& table, const std::string& chain);
   void deleteChain(Family f, const std::string& table, const std::string& chain);

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "nft/evaluator.h"
+#include "nft/eval/evaluator.h"
 #include "pkg/render/render.h"
 #include "pkg/state/cluster_state.h"
 #include "unit/pipeline.h"

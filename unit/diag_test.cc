@@ -222,8 +222,8 @@ TEST_CASE("node checks: forwarding off, no br_netfilter, a full conntrack table,
     return it == files.end() ? std::nullopt : std::optional<std::string>(it->second);
   };
   f.interfaceExists = [](const char* name) { return std::string(name) == "kube-ipvs0"; };
-  f.chains = [](std::string*) -> std::optional<std::vector<nft::ListedChainInfo>> {
-    std::vector<nft::ListedChainInfo> c(4);
+  f.chains = [](std::string*) -> std::optional<std::vector<iptables::ListedChainInfo>> {
+    std::vector<iptables::ListedChainInfo> c(4);
     c[0] = {"ip", "filter", "FORWARD", true, "filter", "forward", 0, "drop"};
     c[1] = {"ip", "nat", "KUBE-SERVICES", false, "", "", 0, ""};
     c[2] = {"ip", "kube-proxy", "filter-forward", true, "filter", "forward", 0, "drop"};  // ours: not counted
@@ -256,12 +256,12 @@ TEST_CASE("node checks: forwarding off, no br_netfilter, a full conntrack table,
   files.erase("/proc/net/ip_tables_names");
   files.erase("/proc/net/ip_vs");
   f.interfaceExists = [](const char*) { return false; };
-  f.chains = [](std::string*) { return std::optional<std::vector<nft::ListedChainInfo>>(std::vector<nft::ListedChainInfo>{}); };
+  f.chains = [](std::string*) { return std::optional<std::vector<iptables::ListedChainInfo>>(std::vector<iptables::ListedChainInfo>{}); };
   for (const auto& c : diag::runNodeChecks(f)) {
     INFO(c.name << ": " << c.message);
     CHECK(c.level == "ok");
   }
-  f.chains = [](std::string* e) -> std::optional<std::vector<nft::ListedChainInfo>> {
+  f.chains = [](std::string* e) -> std::optional<std::vector<iptables::ListedChainInfo>> {
     *e = "Operation not permitted";
     return std::nullopt;
   };

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "nft/evaluator.h"
+#include "nft/eval/evaluator.h"
 #include "nft/listing.h"
 
 using namespace kpn;

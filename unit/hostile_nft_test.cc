@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "nft/cache_scope.h"
-#include "nft/helper_process.h"
-#include "nft/nft_helper.h"
-#include "nft/runner.h"
-#include "nft/typeof_guard.h"
+#include "nft/kernel/cache_scope.h"
+#include "nft/kernel/helper_process.h"
+#include "nft/kernel/nft_helper.h"
+#include "nft/kernel/nft_runner.h"
+#include "nft/kernel/typeof_guard.h"
 
 using namespace kpn::nft;
 

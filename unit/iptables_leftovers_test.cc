@@ -10,9 +10,9 @@
 #include <map>
 #include <sstream>
 
-#include "nft/iptables_leftovers.h"
+#include "pkg/iptables/iptables_leftovers.h"
 
-using namespace kpn::nft;
+using namespace kpn::iptables;
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "nft/diff.h"
 #include "nft/listing.h"
-#include "nft/runner.h"
+#include "nft/static_declarations.h"
 #include "pkg/localhost/proxy.h"
 #include "pkg/render/localhost_nodeports.h"
 #include "pkg/render/render.h"

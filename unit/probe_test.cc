@@ -2,9 +2,11 @@
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
 
-#include "nft/probe.h"
+#include "nft/kernel/probe.h"
+#include "pkg/render/kernel_requirements.h"
 
 using namespace kpn::nft;
+using kpn::render::rulesetRequirements;
 
 TEST_CASE("probe: one transaction per family creates and deletes the scratch table") {
   std::string table = scratchTableName();
@@ -41,7 +43,7 @@ TEST_CASE("probe: one transaction per family creates and deletes the scratch tab
   // Each requirement's own text parses (a typo would silently drop it from the probe).
   for (const Requirement& r : rulesetRequirements()) {
     rapidjson::Document p;
-    p.Parse(r.commandsJson.c_str());
+    p.Parse(requirementCommandsJson(r, table, Family::IPv4).c_str());
     CHECK_MESSAGE(!p.HasParseError(), r.name);
     CHECK_MESSAGE(p.IsArray(), r.name);
   }
@@ -106,7 +108,7 @@ TEST_CASE("probe: a kernel that runs no IPv6 nftables passes with IPv4 alone; on
 TEST_CASE("probe: the fake requirement is an expression no kernel has, its name JSON-escaped") {
   Requirement f = fakeRequirement("frob\"nicate");
   rapidjson::Document p;
-  p.Parse(f.commandsJson.c_str());
+  p.Parse(requirementCommandsJson(f, "t", Family::IPv4).c_str());
   REQUIRE_FALSE(p.HasParseError());
   CHECK(p[0]["add"]["rule"]["expr"][0].HasMember("frob\"nicate"));
 }

@@ -2,7 +2,7 @@
 // one of our big commits): they are damage unless every commit in the window is one of ours.
 #include <doctest/doctest.h>
 
-#include "nft/table_monitor.h"
+#include "nft/kernel/table_monitor.h"
 
 using kpn::nft::onlyOwnCommitsSince;
 

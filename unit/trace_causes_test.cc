@@ -1,10 +1,10 @@
 // Trace by name and the real causes (pkg/trace: request, frontends, causes, drift, known_state;
-// nft/trace_report's new fields): each cause from a rendered table and the state that made it, as
+// nft/eval/trace_report's new fields): each cause from a rendered table and the state that made it, as
 // `trace` puts them together on a node.
 #include <doctest/doctest.h>
 #include <rapidjson/document.h>
 
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 #include "pkg/trace/causes.h"
 #include "pkg/trace/drift.h"
 #include "pkg/trace/explain.h"

@@ -1,4 +1,4 @@
-// The `trace` command's report (nft/trace_report, pkg/trace/explain) for every traffic path of the
+// The `trace` command's report (nft/eval/trace_report, pkg/trace/explain) for every traffic path of the
 // behaviour tests: the verdict, service, candidates, masquerade decision and reason, in text and
 // in the JSON contract of docs/trace.md, traced through the rendered model and through the fake
 // kernel's listing (what `trace` reads on a node) alike.
@@ -9,7 +9,7 @@
 #include <set>
 
 #include "nft/rule_text.h"
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 #include "pkg/trace/explain.h"
 #include "pkg/trace/node_view.h"
 #include "pkg/trace/request.h"

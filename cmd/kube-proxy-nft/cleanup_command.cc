@@ -2,15 +2,15 @@
 
 #include <glog/logging.h>
 
-#include "nft/iptables_cleanup.h"
-#include "nft/kernel_fingerprint.h"
-#include "nft/runner.h"
+#include "cmd/kube-proxy-nft/nft_runner_options.h"
+#include "nft/kernel/fingerprint_reader.h"
+#include "pkg/iptables/iptables_cleanup.h"
 #include "pkg/render/layout.h"
 
 namespace kpn::cmd {
 
 int runCleanup() {
-  nft::NftRunner runner;
+  nft::NftRunner runner(nftRunnerOptions());
   int rc = 0;
   // What is there first (names only: cheap even for a table of 10k services), for the log line.
   std::vector<nft::TableId> ours;
@@ -31,7 +31,7 @@ int runCleanup() {
       LOG(INFO) << "cleanup: deleted table " << table << " (" << c.chains << " chains, " << c.sets << " sets and maps)";
     }
   }
-  nft::IptablesCleanupResult leftovers = nft::removeIptablesLeftovers(runner);  // logs what it removed
+  iptables::IptablesCleanupResult leftovers = iptables::removeIptablesLeftovers(runner);  // logs what it removed
   if (!leftovers.ok) rc = 1;
   else if (leftovers.chains == 0 && leftovers.jumpRules == 0)
     LOG(INFO) << "cleanup: none of upstream kube-proxy's iptables-mode chains found";

@@ -18,13 +18,13 @@
 #include "cmd/kube-proxy-nft/cleanup_command.h"
 #include "cmd/kube-proxy-nft/diagnosis.h"
 #include "cmd/kube-proxy-nft/flags.h"
+#include "cmd/kube-proxy-nft/nft_runner_options.h"
 #include "cmd/kube-proxy-nft/state_source.h"
 #include "cmd/kube-proxy-nft/status_command.h"
 #include "cmd/kube-proxy-nft/trace_command.h"
 #include "nft/diff.h"
-#include "nft/iptables_cleanup.h"
-#include "nft/nft_helper.h"
-#include "nft/runner.h"
+#include "nft/kernel/nft_helper.h"
+#include "nft/static_declarations.h"
 #include "pkg/conntrack/cleanup_worker.h"
 #include "pkg/conntrack/netlink_table.h"
 #include "pkg/config/file_watch.h"
@@ -35,6 +35,7 @@
 #include "pkg/health/proxy_health.h"
 #include "pkg/health/sync_follower.h"
 #include "pkg/http/server.h"
+#include "pkg/iptables/iptables_cleanup.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
 #include "pkg/localhost/proxy.h"
@@ -72,7 +73,7 @@ int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& s
 
 int main(int argc, char** argv) {
   kpn::logging::startLogging(argv[0]);
-  // The same binary is the libnftables helper process (nft/nft_helper.h).
+  // The same binary is the libnftables helper process (nft/kernel/nft_helper.h).
   if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
   if (auto rc = kpn::cmd::runTraceIfAsked(argc, argv)) return *rc;
   if (auto rc = kpn::cmd::runStatusIfAsked(argc, argv)) return *rc;
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
   const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit({argv + 1, argv + argc});
   if (conf.options.cleanup) return kpn::cmd::runCleanup();
   if (conf.options.initOnly) {  // upstream's --init-only: the privileged start-up steps, then exit
-    kpn::nft::NftRunner runner;
+    kpn::nft::NftRunner runner(kpn::cmd::nftRunnerOptions());
     auto err = kpn::node::prepareNode(conf, runner);
     if (err) std::cerr << *err << "\n";
     return err ? 1 : 0;
@@ -134,7 +135,7 @@ int main(int argc, char** argv) {
   }
 
   // Before the first sync: the kernel has what the ruleset needs, then upstream's node settings.
-  kpn::nft::NftRunner runner;
+  kpn::nft::NftRunner runner(kpn::cmd::nftRunnerOptions());
   if (auto err = kpn::node::prepareNode(conf, runner)) {
     std::cerr << *err << "\n";
     return 1;
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
   // `status`, `trace` and Kubernetes Events: what the daemon knows, for those who cannot read its log.
   kpn::cmd::Diagnosis diagnosis({conf, cfg.nodeName, source, state, syncer, renderer, metrics});
   diagnosis.observe(loop);
-  if (conf.options.cleanupIptables) syncer.afterCommit(kpn::nft::iptablesLeftoverCleaner(runner));
+  if (conf.options.cleanupIptables) syncer.afterCommit(kpn::iptables::iptablesLeftoverCleaner(runner));
   kpn::net::FdLimit fds = kpn::net::raiseFdLimit();
   LOG(INFO) << "open files limit " << fds.soft << " (hard " << fds.hard << ")" << (fds.error.empty() ? "" : ": " + fds.error);
   // Before the servers on it: it must outlive them.

@@ -10,7 +10,7 @@
 #include "cmd/kube-proxy-nft/flags.h"
 #include "cmd/kube-proxy-nft/state_source.h"
 #include "cmd/kube-proxy-nft/trace_session.h"
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 #include "pkg/config/node_config.h"
 #include "pkg/diag/local_socket.h"
 #include "pkg/diag/state_query.h"

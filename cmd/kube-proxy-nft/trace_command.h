@@ -1,5 +1,5 @@
 // `kube-proxy-nft trace ...`: one packet's path through this node's live table (or through the
-// ruleset a source flag renders), docs/trace.md. The logic is in nft/trace_report and pkg/trace;
+// ruleset a source flag renders), docs/trace.md. The logic is in nft/eval/trace_report and pkg/trace;
 // this wires flags, the table source and the output.
 #pragma once
 

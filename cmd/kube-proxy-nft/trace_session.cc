@@ -1,6 +1,6 @@
 #include "cmd/kube-proxy-nft/trace_session.h"
 
-#include "nft/runner.h"
+#include "cmd/kube-proxy-nft/nft_runner_options.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/render.h"
 #include "pkg/trace/causes.h"
@@ -28,7 +28,7 @@ TraceSession::TraceSession(bool rendered, std::optional<trace::KnownState> known
 const nft::ListedTable* TraceSession::live(nft::Family f, std::string* error) {
   auto it = live_.find(f);
   if (it != live_.end()) return &it->second;
-  nft::NftRunner runner;
+  nft::NftRunner runner(nftRunnerOptions());
   nft::ListedTable listed;
   auto r = runner.list(f, render::kTableName, &listed);
   if (!r.ok) {

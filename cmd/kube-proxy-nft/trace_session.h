@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "nft/eval_table.h"
+#include "nft/eval/eval_table.h"
 #include "nft/listing.h"
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 #include "pkg/net/ip.h"
 #include "pkg/render/environment.h"
 #include "pkg/trace/frontends.h"

@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "nft/iptables_leftovers.h"
+#include "pkg/iptables/iptables_leftovers.h"
 #include "nft/json_text.h"
 
 namespace kpn::diag {
@@ -86,7 +86,7 @@ std::vector<NodeCheck> chainChecks(const NodeFacts& f) {
   std::map<std::string, size_t> upstream;  // "family table" -> KUBE-* chains of upstream's proxier
   for (const auto& c : *chains)
     if ((c.family == "ip" || c.family == "ip6") && (c.table == "nat" || c.table == "filter" || c.table == "mangle") &&
-        nft::isUpstreamIptablesChain(c.chain))
+        iptables::isUpstreamIptablesChain(c.chain))
       ++upstream[c.family + " " + c.table];
   if (upstream.empty()) {
     out.push_back({"iptables-nft", "ok", "no chains of upstream kube-proxy's iptables mode in iptables-nft's tables"});
@@ -130,7 +130,7 @@ std::vector<NodeCheck> runNodeChecks(const NodeFacts& f) {
                            "net.ipv6.conf.all.forwarding"));
   out.push_back(brNetfilter(f));
   out.push_back(conntrack(f));
-  if (auto legacy = nft::legacyIptablesReport(f.readFile)) out.push_back({"iptables-legacy", "warning", *legacy});
+  if (auto legacy = iptables::legacyIptablesReport(f.readFile)) out.push_back({"iptables-legacy", "warning", *legacy});
   else out.push_back({"iptables-legacy", "ok", "no iptables-legacy (x_tables) tables"});
   out.push_back(ipvs(f));
   for (auto& c : chainChecks(f)) out.push_back(std::move(c));
@@ -140,7 +140,7 @@ std::vector<NodeCheck> runNodeChecks(const NodeFacts& f) {
 NodeFacts localNodeFacts() {
   NodeFacts f;
   f.readFile = readWhole;
-  f.chains = nft::listChains;
+  f.chains = iptables::listChains;
   f.interfaceExists = [](const char* name) { return if_nametoindex(name) != 0; };
   return f;
 }

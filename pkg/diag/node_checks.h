@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "nft/chain_list.h"
+#include "pkg/iptables/chain_list.h"
 
 namespace kpn::diag {
 
@@ -23,7 +23,7 @@ struct NodeCheck {
 
 struct NodeFacts {
   std::function<std::optional<std::string>(const char* path)> readFile;  // nullopt: no such file
-  std::function<std::optional<std::vector<nft::ListedChainInfo>>(std::string* error)> chains;
+  std::function<std::optional<std::vector<iptables::ListedChainInfo>>(std::string* error)> chains;
   std::function<bool(const char* ifname)> interfaceExists;
 };
 

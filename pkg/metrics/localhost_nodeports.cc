@@ -11,7 +11,7 @@
 #include <atomic>
 #include <cctype>
 
-#include "nft/counter_objects.h"
+#include "nft/kernel/counter_objects.h"
 #include "pkg/api/types.h"
 #include "pkg/render/localhost_nodeports.h"
 

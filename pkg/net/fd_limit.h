@@ -3,7 +3,7 @@
 // few dual-stack eTP=Local LoadBalancers let them take every descriptor. The daemon raises its
 // soft limit to the hard one at start and gives HTTP connections of all ports together a share of
 // it, keeping the rest for what must not fail: API watches, inotify, the listening sockets, the
-// socketpair of a new libnftables helper (which holds a reserve of its own, nft/helper_process).
+// socketpair of a new libnftables helper (which holds a reserve of its own, nft/kernel/helper_process).
 #pragma once
 
 #include <cstddef>

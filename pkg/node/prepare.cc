@@ -2,14 +2,15 @@
 
 #include <glog/logging.h>
 
-#include "nft/probe.h"
+#include "nft/kernel/probe.h"
 #include "pkg/node/conntrack_sysctls.h"
 #include "pkg/node/oom_score.h"
+#include "pkg/render/kernel_requirements.h"
 
 namespace kpn::node {
 
 std::optional<std::string> prepareNode(const config::Loaded& conf, nft::NftRunner& runner) {
-  std::vector<nft::Requirement> reqs = nft::rulesetRequirements();
+  std::vector<nft::Requirement> reqs = render::rulesetRequirements();
   for (const std::string& name : conf.options.probeFakeRequirements) reqs.push_back(nft::fakeRequirement(name));
   const std::string table = nft::scratchTableName();
   nft::ProbeResult probe =

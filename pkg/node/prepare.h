@@ -1,11 +1,11 @@
-// Start-up, before the first sync: the kernel probe (nft/probe.h), then oomScoreAdj and the
+// Start-up, before the first sync: the kernel probe (nft/kernel/probe.h), then oomScoreAdj and the
 // conntrack sysctls, as upstream applies them; each logged.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "nft/runner.h"
+#include "nft/kernel/nft_runner.h"
 #include "pkg/config/command_line.h"
 
 namespace kpn::node {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "nft/table_monitor.h"
+#include "nft/kernel/table_monitor.h"
 #include "pkg/source/source.h"
 #include "pkg/sync/clock.h"
 #include "pkg/sync/syncer.h"

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 #include "pkg/trace/drift.h"
 #include "pkg/trace/frontends.h"
 #include "pkg/trace/known_state.h"

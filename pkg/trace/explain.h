@@ -5,7 +5,7 @@
 // words (the rules' and elements' comments).
 #pragma once
 
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 
 namespace kpn::trace {
 

@@ -10,8 +10,8 @@
 
 #include <vector>
 
-#include "nft/eval_table.h"
-#include "nft/trace_report.h"
+#include "nft/eval/eval_table.h"
+#include "nft/eval/trace_report.h"
 #include "pkg/net/ip.h"
 #include "pkg/trace/node_view.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "nft/evaluator.h"
+#include "nft/eval/evaluator.h"
 #include "pkg/net/ip.h"
 
 namespace kpn::trace {

@@ -1,13 +1,13 @@
-// The side-effect edge of nft/iptables_leftovers.h: list the iptables-nft tables through
+// The side-effect edge of pkg/iptables/iptables_leftovers.h: list the iptables-nft tables through
 // libnftables, remove upstream kube-proxy's chains and jumps in one transaction, report
 // iptables-legacy. Used after our first commit (default on, --cleanup-iptables) and by --cleanup.
 #pragma once
 
 #include <functional>
 
-#include "nft/runner.h"
+#include "nft/kernel/nft_runner.h"
 
-namespace kpn::nft {
+namespace kpn::iptables {
 
 struct IptablesCleanupResult {
   bool ok = true;
@@ -17,10 +17,10 @@ struct IptablesCleanupResult {
 
 // One transaction over `ip|ip6 nat|filter|mangle` (absent tables are skipped); logs what it
 // removed, and the iptables-legacy report if there is one.
-IptablesCleanupResult removeIptablesLeftovers(NftRunner& runner);
+IptablesCleanupResult removeIptablesLeftovers(nft::NftRunner& runner);
 
 // For Syncer::afterCommit: runs removeIptablesLeftovers after a successful commit until it
 // succeeds (a rule changing under it fails the transaction) or `attempts` ran; then true.
-std::function<bool()> iptablesLeftoverCleaner(NftRunner& runner, int attempts = 5);
+std::function<bool()> iptablesLeftoverCleaner(nft::NftRunner& runner, int attempts = 5);
 
-}  // namespace kpn::nft
+}  // namespace kpn::iptables

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kpn::nft {
+namespace kpn::iptables {
 
 // Upstream's iptables proxier chains (pkg/proxy/iptables/proxier.go): the fixed ones and the
 // per-service / per-endpoint prefixes (isServiceChainName, plus the KUBE-XLB- of older releases).
@@ -80,4 +80,4 @@ std::string listChainCommand(const IptablesChain& chain);
 // nullopt when there are none; otherwise one log line naming them and the commands to run.
 std::optional<std::string> legacyIptablesReport(const std::function<std::optional<std::string>(const char*)>& readFile);
 
-}  // namespace kpn::nft
+}  // namespace kpn::iptables

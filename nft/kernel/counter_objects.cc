@@ -1,4 +1,4 @@
-#include "nft/counter_objects.h"
+#include "nft/kernel/counter_objects.h"
 
 #include <endian.h>
 #include <linux/netfilter.h>
@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "nft/nfnetlink.h"
+#include "nft/kernel/nfnetlink.h"
 
 namespace kpn::nft {
 

@@ -9,25 +9,34 @@
 #include <string>
 #include <vector>
 
+#include "nft/model.h"
 #include "nft/runner.h"
 
 namespace kpn::nft {
 
+// What one requirement adds to the scratch table of a family, as model values built with expr's
+// builders (nothing here is nft syntax).
+struct ProbeObjects {
+  std::vector<SetDecl> sets;
+  std::vector<Chain> chains;  // its own, with their rules: base chains for a hook it needs, targets
+  std::vector<Rule> rules;    // for the probe's filter chain (hook output): what needs no hook of its own
+};
+
+// What the ruleset needs is declared by its renderer (pkg/render/kernel_requirements.h); the
+// probe only runs it.
 struct Requirement {
   std::string name;     // "numgen"
   std::string modules;  // what provides it: "nft_numgen"
-  // Commands (JSON array text) that use it inside the scratch table, for each family. Family,
-  // table, address and protocol fields are filled in: "@FAMILY", "@TABLE", "@ADDR", "@ADDRTYPE".
-  std::string commandsJson;
+  // Its objects in family f; none (empty function): the table and the filter chain alone are it.
+  std::function<ProbeObjects(Family f)> objects;
 };
-
-// What the ruleset needs: nf_tables, ct, nat, masquerade, numgen, concatenated verdict maps,
-// fib, reject, dynamic sets with timeouts.
-const std::vector<Requirement>& rulesetRequirements();
 
 // A requirement no kernel meets (an expression type that does not exist), for the e2e test of the
 // probe's error line (--probe-fake-requirement).
 Requirement fakeRequirement(const std::string& name);
+
+// The commands (a JSON array) that add r's objects to `table` in family f.
+std::string requirementCommandsJson(const Requirement& r, const std::string& table, Family f);
 
 // "kube-proxy-nft-probe-<pid>-<random>".
 std::string scratchTableName();

@@ -1,11 +1,11 @@
-#include "nft/kernel_fingerprint.h"
+#include "nft/kernel/fingerprint_reader.h"
 
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
 #include <set>
 
-#include "nft/nfnetlink.h"
+#include "nft/kernel/nfnetlink.h"
 
 namespace kpn::nft {
 

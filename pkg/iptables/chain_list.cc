@@ -1,12 +1,14 @@
-#include "nft/chain_list.h"
+#include "pkg/iptables/chain_list.h"
 
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 
-#include "nft/nfnetlink.h"
+#include "nft/kernel/nfnetlink.h"
 
-namespace kpn::nft {
+namespace kpn::iptables {
+
+namespace nfnl = nft::nfnl;
 
 namespace {
 
@@ -62,4 +64,4 @@ std::optional<std::vector<ListedChainInfo>> listChains(std::string* error) {
   return out;
 }
 
-}  // namespace kpn::nft
+}  // namespace kpn::iptables

@@ -1,4 +1,4 @@
-// The values the packet evaluator computes (nft/evaluator.h), and how they compare with the JSON
+// The values the packet evaluator computes (nft/eval/evaluator.h), and how they compare with the JSON
 // of the right-hand side of a match or of a set element key: literals, prefixes, ranges, concats.
 // A value is a list of atoms (one per concatenation part); each atom knows its type, so that the
 // same JSON literal ("tcp", 80, "10.0.0.1", "new") is read the way the left-hand side means it.

@@ -1,7 +1,7 @@
-#include "nft/table_monitor.h"
+#include "nft/kernel/table_monitor.h"
 
-#include "nft/kernel_fingerprint.h"
-#include "nft/nfnetlink.h"
+#include "nft/kernel/fingerprint_reader.h"
+#include "nft/kernel/nfnetlink.h"
 
 #include <glog/logging.h>
 #include <linux/netfilter.h>

@@ -1,4 +1,4 @@
-#include "nft/evaluator.h"
+#include "nft/eval/evaluator.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -11,8 +11,9 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "nft/eval_value.h"
+#include "nft/eval/eval_value.h"
 #include "nft/expr.h"
+#include "nft/json_read.h"
 #include "nft/rule_text.h"
 #include "nft/json_u32.h"
 
@@ -89,9 +90,9 @@ bool inCidr(const Atom& a, const std::string& cidr) {
   if (slash == std::string::npos) return false;
   rapidjson::Document d;
   std::string json = "{\"prefix\":{\"addr\":\"" + cidr.substr(0, slash) + "\",\"len\":" + cidr.substr(slash + 1) + "}}";
-  d.Parse(json.c_str());
+  const bool read = readJson(json, d);
   try {
-    return !d.HasParseError() && atomMatches(a, d);
+    return read && atomMatches(a, d);
   } catch (const Unsupported&) {
     return false;
   }
@@ -315,8 +316,7 @@ class Run {
     auto& slot = cache_.json[key];
     if (!slot) {
       slot = std::make_unique<rapidjson::Document>();
-      slot->Parse(json.c_str(), json.size());
-      if (slot->HasParseError()) throw Unsupported("unreadable JSON: " + json.substr(0, 80));
+      if (!readJson(json, *slot)) throw Unsupported("unreadable JSON: " + json.substr(0, 80));
     }
     return *slot;
   }
@@ -355,8 +355,7 @@ class Run {
       }
       json += "]";
       slot = std::make_unique<rapidjson::Document>();
-      slot->Parse(json.c_str(), json.size());
-      if (slot->HasParseError()) throw Unsupported("unreadable elements of @" + name);
+      if (!readJson(json, *slot)) throw Unsupported("unreadable elements of @" + name);
     }
     return *slot;
   }

@@ -1,13 +1,13 @@
-#include "nft/iptables_cleanup.h"
+#include "pkg/iptables/iptables_cleanup.h"
 
 #include <glog/logging.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "nft/iptables_leftovers.h"
+#include "pkg/iptables/iptables_leftovers.h"
 
-namespace kpn::nft {
+namespace kpn::iptables {
 
 namespace {
 
@@ -19,11 +19,11 @@ std::optional<std::string> readFile(const char* path) {
   return s.str();
 }
 
-IptablesCleanupResult removeWithHelper(NftRunner& runner);
+IptablesCleanupResult removeWithHelper(nft::NftRunner& runner);
 
 }  // namespace
 
-IptablesCleanupResult removeIptablesLeftovers(NftRunner& runner) {
+IptablesCleanupResult removeIptablesLeftovers(nft::NftRunner& runner) {
   IptablesCleanupResult res = removeWithHelper(runner);
   runner.releaseIptablesHelper();
   return res;
@@ -31,7 +31,7 @@ IptablesCleanupResult removeIptablesLeftovers(NftRunner& runner) {
 
 namespace {
 
-IptablesCleanupResult removeWithHelper(NftRunner& runner) {
+IptablesCleanupResult removeWithHelper(nft::NftRunner& runner) {
   IptablesCleanupResult res;
   if (auto legacy = legacyIptablesReport(readFile)) LOG(WARNING) << *legacy;
   IptablesCleanupPlan plan;
@@ -39,7 +39,7 @@ IptablesCleanupResult removeWithHelper(NftRunner& runner) {
   // rules of 100k upstream chains would take minutes to list, all of it in their xt matches.
   auto add = [&](const std::string& cmd, const std::string& what) {
     std::string listing, error;
-    RunResult r = runner.runJson(cmd, &listing);
+    nft::RunResult r = runner.runJson(cmd, &listing);
     if (!r.ok && r.error.find("No such file or directory") != std::string::npos) return true;  // gone meanwhile
     if (r.ok && addIptablesListing(listing, &plan, &error)) return true;
     res.ok = false;
@@ -61,7 +61,7 @@ IptablesCleanupResult removeWithHelper(NftRunner& runner) {
     VLOG(1) << "iptables leftovers: nothing of upstream kube-proxy's iptables chains to remove";
     return res;
   }
-  RunResult r = runner.runJson(cleanupTransactionJson(plan), nullptr);
+  nft::RunResult r = runner.runJson(cleanupTransactionJson(plan), nullptr);
   if (!r.ok) {
     res.ok = false;
     res.error = r.error;
@@ -88,7 +88,7 @@ IptablesCleanupResult removeWithHelper(NftRunner& runner) {
 
 }  // namespace
 
-std::function<bool()> iptablesLeftoverCleaner(NftRunner& runner, int attempts) {
+std::function<bool()> iptablesLeftoverCleaner(nft::NftRunner& runner, int attempts) {
   return [&runner, attempts, tried = 0]() mutable {
     if (removeIptablesLeftovers(runner).ok) return true;
     if (++tried < attempts) return false;
@@ -97,4 +97,4 @@ std::function<bool()> iptablesLeftoverCleaner(NftRunner& runner, int attempts) {
   };
 }
 
-}  // namespace kpn::nft
+}  // namespace kpn::iptables

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace kpn::nft {
+namespace kpn::iptables {
 
 struct ListedChainInfo {
   std::string family;  // "ip", "ip6", "inet", "bridge", "netdev", "arp"
@@ -25,4 +25,4 @@ struct ListedChainInfo {
 // nullopt and *error when the kernel cannot be asked (no nftables, no permission).
 std::optional<std::vector<ListedChainInfo>> listChains(std::string* error);
 
-}  // namespace kpn::nft
+}  // namespace kpn::iptables

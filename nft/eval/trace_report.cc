@@ -1,4 +1,4 @@
-#include "nft/trace_report.h"
+#include "nft/eval/trace_report.h"
 
 #include <algorithm>
 #include <cmath>

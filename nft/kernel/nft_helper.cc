@@ -1,4 +1,4 @@
-#include "nft/nft_helper.h"
+#include "nft/kernel/nft_helper.h"
 
 #include <glog/logging.h>
 #include <linux/netfilter.h>
@@ -14,9 +14,9 @@
 #include <cstring>
 #include <memory>
 
-#include "nft/cache_scope.h"
-#include "nft/helper_process.h"
-#include "nft/typeof_guard.h"
+#include "nft/kernel/cache_scope.h"
+#include "nft/kernel/helper_process.h"
+#include "nft/kernel/typeof_guard.h"
 
 namespace kpn::nft {
 namespace {

@@ -1,13 +1,16 @@
-#include "nft/runner.h"
+#include "nft/kernel/nft_runner.h"
 
 #include <glog/logging.h>
 #include <unistd.h>
+
+#include "nft/json_text.h"
+#include "nft/static_declarations.h"
 
 namespace kpn::nft {
 
 namespace {
 
-// The tables iptables-nft writes upstream's iptables-mode chains into (nft/iptables_leftovers).
+// The tables iptables-nft writes upstream's iptables-mode chains into (pkg/iptables/iptables_leftovers).
 std::vector<std::pair<Family, std::string>> iptablesNftTables() {
   std::vector<std::pair<Family, std::string>> tables;
   for (Family f : {Family::IPv4, Family::IPv6})
@@ -87,20 +90,7 @@ RunResult NftRunner::check(const Transaction& txn) {
 
 RunResult NftRunner::probeFamily(Family f) {
   return run(NftOp::Check, std::string("{\"nftables\":[{\"add\":{\"table\":{\"family\":\"") + familyName(f) +
-                               "\",\"name\":\"kube-proxy-probe\"}}}]}");
-}
-
-std::string staticDeclarationsText(const Ruleset& rs) {
-  std::string text;
-  for (const Table& t : rs.tables) {
-    text += std::string("add table ") + familyName(t.family) + " " + t.name + "\n";
-    for (const SetDecl& d : t.sets)
-      if (!d.typeofSpec.empty()) text += nativeTypeofDeclaration(t.family, t.name, d) + "\n";
-    // `add` of a counter that exists keeps its count (checked with nft 1.0.6 on 6.x kernels).
-    for (const std::string& c : t.counters)
-      text += std::string("add counter ") + familyName(t.family) + " " + t.name + " " + c + "\n";
-  }
-  return text;
+                               "\",\"name\":" + jsonString(options_.probeTable) + "}}}]}");
 }
 
 RunResult NftRunner::declareStatic(const Ruleset& rs) { return change(helper_, NftOp::Native, staticDeclarationsText(rs)); }

@@ -1,4 +1,4 @@
-#include "nft/helper_process.h"
+#include "nft/kernel/helper_process.h"
 
 #include <glog/logging.h>
 

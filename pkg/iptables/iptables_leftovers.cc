@@ -1,4 +1,4 @@
-#include "nft/iptables_leftovers.h"
+#include "pkg/iptables/iptables_leftovers.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -7,9 +7,10 @@
 #include <set>
 #include <sstream>
 
+#include "nft/json_read.h"
 #include "nft/json_text.h"
 
-namespace kpn::nft {
+namespace kpn::iptables {
 
 namespace {
 
@@ -120,8 +121,7 @@ bool isUpstreamJumpRule(std::string_view table, std::string_view chain, std::str
 
 bool addIptablesListing(const std::string& listingJson, IptablesCleanupPlan* plan, std::string* error) {
   rapidjson::Document doc;
-  doc.Parse(listingJson.c_str(), listingJson.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("nftables") || !doc["nftables"].IsArray()) {
+  if (!nft::readJson(listingJson, doc) || !doc.IsObject() || !doc.HasMember("nftables") || !doc["nftables"].IsArray()) {
     if (error) *error = "unreadable nft listing";
     return false;
   }
@@ -187,7 +187,7 @@ std::string cleanupTransactionJson(const IptablesCleanupPlan& plan) {
 }
 
 std::string listChainsCommand(const std::string& family) {
-  return "{\"nftables\":[{\"list\":{\"chains\":{\"family\":" + jsonString(family) + "}}}]}";
+  return "{\"nftables\":[{\"list\":{\"chains\":{\"family\":" + nft::jsonString(family) + "}}}]}";
 }
 
 std::string listChainCommand(const IptablesChain& chain) {
@@ -220,4 +220,4 @@ std::optional<std::string> legacyIptablesReport(
          "(docs/migration.md)";
 }
 
-}  // namespace kpn::nft
+}  // namespace kpn::iptables

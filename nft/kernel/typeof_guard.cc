@@ -1,4 +1,4 @@
-#include "nft/typeof_guard.h"
+#include "nft/kernel/typeof_guard.h"
 
 #include <dlfcn.h>
 #include <libnftnl/set.h>

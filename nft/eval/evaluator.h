@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "nft/eval_table.h"
+#include "nft/eval/eval_table.h"
 #include "nft/model.h"
 
 namespace kpn::nft::eval {

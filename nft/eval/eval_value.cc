@@ -1,4 +1,4 @@
-#include "nft/eval_value.h"
+#include "nft/eval/eval_value.h"
 
 #include <arpa/inet.h>
 

@@ -1,4 +1,4 @@
-// What the `trace` command shows: one packet's trace (nft/evaluator.h) condensed for people and
+// What the `trace` command shows: one packet's trace (nft/eval/evaluator.h) condensed for people and
 // for programs. Kubernetes-free: the words for why a packet was dropped or masqueraded come from
 // the rules' and elements' comments, and a caller that knows the table's layout can put better
 // ones in (`reason`, `masqueradeWhy`) before rendering. The JSON is a stable contract:
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "nft/evaluator.h"
+#include "nft/eval/evaluator.h"
 
 namespace kpn::nft::eval {
 

@@ -1,4 +1,4 @@
-#include "nft/cache_scope.h"
+#include "nft/kernel/cache_scope.h"
 
 #include <dlfcn.h>
 #include <linux/netfilter/nfnetlink.h>

@@ -1,4 +1,4 @@
-#include "nft/nfnetlink.h"
+#include "nft/kernel/nfnetlink.h"
 
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nf_tables.h>

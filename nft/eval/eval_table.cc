@@ -1,4 +1,4 @@
-#include "nft/eval_table.h"
+#include "nft/eval/eval_table.h"
 
 namespace kpn::nft::eval {
 

@@ -1,6 +1,6 @@
 // Reading nftables netlink messages on a plain socket (no libmnl): the attributes of one message,
 // and a request/answer exchange for dumps. Only for listening and for cheap reads of the kernel's
-// state (nft/table_monitor.h, nft/kernel_fingerprint.h); every change goes through libnftables.
+// state (nft/kernel/table_monitor.h, nft/kernel/fingerprint_reader.h); every change goes through libnftables.
 #pragma once
 
 #include <linux/netlink.h>
