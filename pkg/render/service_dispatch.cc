@@ -3,7 +3,6 @@
 
 #include "pkg/render/affinity.h"
 #include "pkg/render/layout.h"
-#include "pkg/render/maglev.h"
 #include "pkg/render/service_paths.h"
 
 namespace kpn::render {
@@ -83,14 +82,13 @@ void affinityTo(PartBuilder& b, const PortPlan& p, KeySpace space, const Expr& d
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<Expr>& dest,
                 const Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order) {
   const std::string map = backendsMapName(space, p.sp.protocol);
-  const bool hashed = p.scheduler == Scheduler::SourceHash && !p.affinitySeconds && order.size() > 1;
-  Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), hashed};
-  if (hashed) {
-    // The slots are the destination's Maglev table over its endpoints, not its order.
-    pick.endpoints = maglevTableSize(order.size());
-    const std::vector<uint32_t> table = maglevTable(order, pick.endpoints);
-    for (size_t i = 0; i < table.size(); ++i)
-      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[table[i]], ""}, p.comment));
+  const HashTable* table = &order == p.local ? p.localTable : p.allTable;
+  Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), table != nullptr};
+  if (table) {
+    // The slots are the endpoint set's lookup table (source_hash_table.h), not its order.
+    pick.endpoints = static_cast<uint32_t>(table->size());
+    for (size_t i = 0; i < table->size(); ++i)
+      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{table->at(i), ""}, p.comment));
   } else {
     for (size_t i = 0; i < order.size(); ++i)
       b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, p.comment));

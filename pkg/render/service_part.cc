@@ -99,7 +99,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     const std::string clusterDest = ipDestination(s.clusterIP, sp.protocol, sp.port);
     if (!seen.insert(clusterDest).second) continue;  // a duplicate port: the API would have refused it
     PortPlan p{sp, servicePortComment(svc, sp), categorizeEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName, env.zone),
-               false, {}, std::nullopt, nullptr, nullptr, affinitySeconds(svc)};
+               false, {}, std::nullopt, nullptr, nullptr, nullptr, nullptr, affinitySeconds(svc)};
     p.scheduler = scheduler;
     p.chainKey = s.key + "/" + proto + "/" + portKey(sp);
     p.affinityScope = affinityScope(s.clusterIP);
@@ -134,15 +134,25 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
       allFrom.push_back(destinationId(KeySpace::NodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
       localFrom.push_back(destinationId(KeySpace::LocalNodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
     }
+    // Source hash keeps a lookup table per endpoint set, beside its order (source_hash_table.h).
+    const bool hashed = scheduler == Scheduler::SourceHash && !p.affinitySeconds;
+    auto placeTable = [&](const std::string& owner, const std::vector<EndpointChoice>& eps,
+                          const std::vector<std::string>& from) -> const HashTable* {
+      if (!hashed || eps.size() < 2) return nullptr;
+      out.orderOwners.push_back(BackendOrders::tableOwner(owner));
+      return &orders.placeTable(s.key, owner, valuesOf(eps), from);
+    };
     if (usesAll) {
       std::string owner = orderOwner(family, false, proto, portKey(sp));
       p.all = &orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
+      p.allTable = placeTable(owner, p.eps.cluster, allFrom);
       out.orderOwners.push_back(owner);
       addHairpins(b, p.eps.cluster);
     }
     if (usesLocal) {
       std::string owner = orderOwner(family, true, proto, portKey(sp));
       p.local = &orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
+      p.localTable = placeTable(owner, p.eps.local, localFrom);
       out.orderOwners.push_back(owner);
       addHairpins(b, p.eps.local);
     }

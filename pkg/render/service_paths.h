@@ -42,6 +42,9 @@ struct PortPlan {
   // The slot orders of the endpoint sets in use (null: that set is not used by any path).
   const EndpointOrder* all = nullptr;
   const EndpointOrder* local = nullptr;
+  // Source hash: the lookup tables of those sets (null: not hashed).
+  const HashTable* allTable = nullptr;
+  const HashTable* localTable = nullptr;
   uint32_t affinitySeconds = 0;  // ClientIP session affinity (0: none), for every path of the port
   std::vector<uint32_t> affinityScope;  // its entries' scope: the ClusterIP of this family (affinity.h)
   Scheduler scheduler = Scheduler::Random;  // the first pick (affinity keeps it random: affinity.h)

@@ -44,9 +44,12 @@ void adoptSharedDispatch(const ListedTable& table, BackendOrders& orders) {
         if (slot != order.size()) break;  // not dense: adopt the dense beginning only
         order.push_back(value);
       }
-      // A source-hash destination's slots form a lookup table (maglev.h) naming each endpoint many
-      // times: not an order to adopt (its table depends on the endpoint set alone).
-      if (std::set<std::string>(order.begin(), order.end()).size() != order.size()) continue;
+      // A source-hash destination's slots are its lookup table (source_hash_table.h), naming each
+      // endpoint many times: adopted as that table, so that a restart moves no client.
+      if (std::set<std::string>(order.begin(), order.end()).size() != order.size()) {
+        if (order.size() == slots.size()) orders.adoptTable(id, hashTableFromSlots(order));
+        continue;
+      }
       orders.adoptDestination(id, std::move(order));
     }
   }
