@@ -26,7 +26,14 @@ TEST_CASE("scheduler: our names and IPVS's, warnings for what nftables cannot do
     CHECK(render::parseScheduler(h).scheduler == Scheduler::SourceHash);
     CHECK(render::parseScheduler(h).warning.empty());
   }
-  for (const char* r : {"lc", "wlc", "lblc", "lblcr", "dh", "sed", "nq"}) {
+  for (const char* l : {"lc", "least-connection"}) {
+    CHECK(render::parseScheduler(l).scheduler == Scheduler::LeastConnection);
+    CHECK(render::parseScheduler(l).warning.empty());
+  }
+  auto wlc = render::parseScheduler("wlc");
+  CHECK(wlc.scheduler == Scheduler::LeastConnection);
+  CHECK(wlc.warning.find("weights") != std::string::npos);
+  for (const char* r : {"lblc", "lblcr", "dh", "sed", "nq"}) {
     auto c = render::parseScheduler(r);
     CHECK(c.known);
     CHECK(c.scheduler == Scheduler::Random);

@@ -80,6 +80,9 @@ DEFINE_bool(cleanup, false,
 DEFINE_bool(cleanup_iptables, true,
             "Once our rules are committed, remove upstream kube-proxy's iptables-mode KUBE-* chains and the jumps to "
             "them from the iptables-nft tables (docs/migration.md)");
+DEFINE_bool(endpoint_connection_metrics, false,
+            "Export kubeproxy_nftables_endpoint_connections: this node's active and inactive connections to each "
+            "endpoint of a least-connection service port (one series per endpoint and state)");
 DEFINE_bool(init_only, false, "Run the privileged start-up steps (kernel probe, oomScoreAdj, conntrack sysctls) and exit");
 DEFINE_string(probe_fake_requirement, "", "Test only: names a kernel requirement that no kernel meets, to prove the start-up probe's error");
 

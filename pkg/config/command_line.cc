@@ -119,6 +119,8 @@ const std::vector<Flag>& flagTable() {
       {"cleanup-iptables", Kind::Daemon,
        [](Loaded& l, S v) { l.options.cleanupIptables = toBool("cleanup-iptables", v); }},
       {"init-only", Kind::Daemon, [](Loaded& l, S v) { l.options.initOnly = toBool("init-only", v); }},
+      {"endpoint-connection-metrics", Kind::Daemon,
+       [](Loaded& l, S v) { l.options.endpointConnectionMetrics = toBool("endpoint-connection-metrics", v); }},
       {"probe-fake-requirement", Kind::Daemon,
        [](Loaded& l, S v) { l.options.probeFakeRequirements = splitComma(v); }},
       // Logging.

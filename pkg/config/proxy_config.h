@@ -130,6 +130,7 @@ struct DaemonOptions {
   bool cleanup = false;
   bool cleanupIptables = true;  // --cleanup-iptables: remove upstream's iptables-mode leftovers
   bool initOnly = false;  // --init-only: probe, OOM score, conntrack sysctls, then exit
+  bool endpointConnectionMetrics = false;  // --endpoint-connection-metrics: per-endpoint gauges (least connection)
   std::vector<std::string> probeFakeRequirements;  // test only: requirements no kernel meets
 };
 

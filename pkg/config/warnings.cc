@@ -6,8 +6,6 @@ namespace kpn::config {
 
 namespace {
 
-const char* const kHonouredSchedulers = "rr (random choice per connection: numgen random)";
-
 std::string joinCidrs(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& c : v) s += (s.empty() ? "" : ", ") + c;
@@ -22,11 +20,14 @@ StartupNotes startupNotes(const ProxyConfig& c) {
   if (c.mode == "iptables" || c.mode == "ipvs")
     w.push_back("mode: \"" + c.mode + "\" is not implemented by kube-proxy-nft; running in nftables mode");
   if (c.mode == "ipvs") {
+    // The node's default scheduler either way (toNodeConfig warns about the names it maps).
     std::string s = c.ipvs.scheduler.empty() ? "rr" : c.ipvs.scheduler;
-    if (s == "rr")
-      n.info.push_back("ipvs.scheduler: \"" + s + "\" kept; endpoints are chosen at random per connection (numgen random), the nftables equivalent");
+    if (c.ipvs.scheduler.empty())
+      n.info.push_back("ipvs.scheduler: empty (IPVS's rr); services without the kube-proxy-nft.io/scheduler annotation "
+                       "pick at random (numgen random), the nftables default");
     else
-      w.push_back("ipvs.scheduler: \"" + s + "\" kept for later; not honoured: only " + kHonouredSchedulers + " today");
+      n.info.push_back("ipvs.scheduler: \"" + s + "\" kept: the scheduler of services without the "
+                       "kube-proxy-nft.io/scheduler annotation (docs/schedulers.md)");
     if (!c.ipvs.excludeCIDRs.empty())
       n.info.push_back("ipvs.excludeCIDRs: [" + joinCidrs(c.ipvs.excludeCIDRs) + "] accepted; nothing to do: kube-proxy-nft never touches IPVS");
     if (c.ipvs.strictARP) w.push_back("ipvs.strictARP: true not honoured (no kube-ipvs0 interface here)");

@@ -88,6 +88,14 @@ void BackendOrders::adoptDestination(const std::string& destination, EndpointOrd
   adopted_[destination] = std::move(order);
 }
 
+const EndpointOrder* BackendOrders::adoptedOrder(const std::vector<std::string>& destinations) const {
+  for (const std::string& dest : destinations) {
+    auto a = adopted_.find(dest);
+    if (a != adopted_.end()) return &a->second;
+  }
+  return nullptr;
+}
+
 void BackendOrders::adoptTable(const std::string& destination, HashTable table) {
   adoptedTables_[destination] = std::move(table);
 }

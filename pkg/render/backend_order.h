@@ -38,10 +38,13 @@ class BackendOrders {
   }
 
   // Start-up: an order found in the kernel, by owner (the chain-per-service layout, whose service
-  // chains name their service) or by destination ("<map>|<destination key parts>", the shared
-  // layout, whose elements are keyed by destination and slot).
+  // chains name their service) or by destination ("<family> <map>|<destination key parts>", the
+  // shared layout, whose elements are keyed by destination and slot).
   void adoptOwner(const std::string& serviceKey, const std::string& owner, EndpointOrder order);
   void adoptDestination(const std::string& destination, EndpointOrder order);
+  // What start-up listed at the first of `destinations` that had an order (null: none, or after
+  // dropAdopted): a least-connection destination's listed slots are its choice (least_conn.h).
+  const EndpointOrder* adoptedOrder(const std::vector<std::string>& destinations) const;
   void adoptTable(const std::string& destination, HashTable table);
   // After the first full render: adopted destinations not claimed by then never will be.
   void dropAdopted() {

@@ -26,7 +26,7 @@ bool splitChainName(const std::string& chain, const std::string& prefix, std::st
   return true;
 }
 
-void adoptSharedDispatch(const ListedTable& table, BackendOrders& orders) {
+void adoptSharedDispatch(Family f, const ListedTable& table, BackendOrders& orders) {
   for (const std::string& map : backendsMapNames()) {
     auto set = table.sets.find(map);
     if (set == table.sets.end()) continue;
@@ -34,7 +34,7 @@ void adoptSharedDispatch(const ListedTable& table, BackendOrders& orders) {
     for (const auto& [key, value] : set->second.elements) {
       auto k = splitSlotKey(key);
       if (!k) continue;
-      std::string id = map + "|";
+      std::string id = std::string(familyName(f)) + " " + map + "|";
       for (size_t i = 0; i < k->prefix.size(); ++i) id += (i ? "," : "") + k->prefix[i];
       byDestination[id][k->slot] = value;
     }
@@ -86,7 +86,7 @@ void adoptChainPerService(Family f, const ListedTable& table, BackendOrders& ord
 }  // namespace
 
 void adoptOrders(Family f, const ListedTable& table, BackendOrders& orders) {
-  adoptSharedDispatch(table, orders);
+  adoptSharedDispatch(f, table, orders);
   adoptChainPerService(f, table, orders);
 }
 
