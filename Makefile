@@ -52,8 +52,9 @@ FUZZ_BOUND    = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECO
 FUZZ_FORK    ?=
 FUZZ_BUILD   := build/fuzz
 FUZZ_FLAGS   := -std=c++17 -O1 -g -fno-omit-frame-pointer $(SANITIZERS)
-# What the targets link against: everything but the HTTP stacks (they pull in cpprest and Beast).
-FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc pkg/health/%,$(LIB_SRCS))
+# What the targets link against: everything but the HTTP stacks (they pull in cpprest and Beast)
+# and the localhost NodePort listeners (Asio).
+FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc pkg/health/% pkg/localhost/%,$(LIB_SRCS))
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 
@@ -129,14 +130,13 @@ unit-asan: deps
 e2e: deps $(BIN) $(FOREIGN_TABLES) image
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
-# The README's test command, and CI's. Packages first, then the daemon and the sanitized unit
-# tests, each built in parallel (CI calls plain `make test`); the unit tests run under ASan +
-# UBSan + LSan (no root), then the image (e2e/test_86_image.py runs it under podman), then the
-# real-kernel scenarios; pytest's summary line ends the run.
+# The README's test command, and CI's. Packages first, then the daemon; then, side by side, the
+# sanitized unit tests (built in parallel, run under ASan + UBSan + LSan, no root) and the image
+# (mostly debootstrap's downloads and unpacking; e2e/test_86_image.py runs it under podman); then
+# the real-kernel scenarios; pytest's summary line ends the run.
 test: deps
 	$(MAKE) --no-print-directory -j$(NPROC) $(BIN) $(FOREIGN_TABLES)
-	$(MAKE) --no-print-directory unit-asan
-	$(MAKE) --no-print-directory image
+	$(MAKE) --no-print-directory -j2 unit-asan image
 	$(PYTHON) -m pytest -p no:cacheprovider -v e2e
 
 # For bench/libnftables_cache_cost.py: the cache-scope interposers as an LD_PRELOAD library.
@@ -166,9 +166,12 @@ bench: deps $(BIN)
 	$(MAKE) --no-print-directory bench-http
 
 # The health/metrics HTTP server's throughput, threads and fds: a measurement kept among the unit
-# tests (it shares their HTTP client) and skipped there, so it runs here.
-bench-http: deps $(UNIT_BIN)
+# tests (it shares their HTTP client) and skipped there, so it runs here. Then the daemon's ports
+# under hostile clients holding 10 000 connections while probes must get through
+# (bench/http_abuse_bench.py; root, ~5 min; BASELINE=path adds an older binary's figures).
+bench-http: deps $(UNIT_BIN) $(BIN)
 	$(UNIT_BIN) --no-skip -tc='http server: measure*'
+	$(PYTHON) bench/http_abuse_bench.py --binary $(BIN) $(if $(BASELINE),--baseline-binary=$(BASELINE))
 
 # The container image from deploy/Dockerfile with Debian's podman (no Docker engine needed): the
 # binary `make` built here in the runtime stage (no compile in the image), then a check that it

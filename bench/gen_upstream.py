@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Upstream kube-proxy's nftables layout (shared/reference/upstream-nftables.md §1) for a State of
+"""Upstream kube-proxy's nftables layout (kubernetes/kubernetes pkg/proxy/nftables/proxier.go) for a State of
 bench/gen_state.py, as one `nft -f` transaction of `add` commands the way knftables writes it.
 
 Table `ip kube-proxy-up`: the base chains of the newest layout, the top-level regular chains, the

@@ -353,6 +353,24 @@ class ApiServer:
         """[(resource plural, object)] currently stored."""
         return [(o["resource"], o["object"]) for o in self.admin("objects", method="GET")["objects"]]
 
+    def events(self, reason=None):
+        """The Events the daemon recorded (events.k8s.io/v1, as stored: series and all), oldest
+        first; only those with `reason` when given."""
+        evs = [o for r, o in self.objects() if r == "events" and (reason is None or o.get("reason") == reason)]
+        return sorted(evs, key=lambda e: e.get("eventTime", ""))
+
+    def wait_events(self, reason, n=1, pred=None, timeout=20.0):
+        """Wait until at least n Events with `reason` (and pred(event) true) are stored; returns them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = [e for e in self.events(reason) if pred is None or pred(e)]
+            if len(got) >= n:
+                return got
+            if time.monotonic() > deadline:
+                raise LabError(f"timed out waiting for {n} {reason} events; have: "
+                               f"{[(e.get('reason'), e.get('series')) for e in self.events()]}\n{self.summary()}")
+            time.sleep(0.05)
+
     # -- request log --
     def requests(self, since=0, include_admin=False):
         """The request log of every run, oldest first: dicts with method, path (with query),

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """A small Kubernetes API server for the e2e suite (Python 3 stdlib only).
 
-Serves v1 services/nodes/namespaces, discovery.k8s.io/v1 endpointslices and
-networking.k8s.io/v1 servicecidrs with list (paging, selectors), get, create, update, patch
-(merge), delete and watch (chunked, one JSON event per line, bookmarks, 410 on expired history),
+Serves v1 services/nodes/namespaces, discovery.k8s.io/v1 endpointslices,
+networking.k8s.io/v1 servicecidrs and events.k8s.io/v1 events (validated as the real server
+validates them) with list (paging, selectors), get, create, update, patch
+(merge; a strategic merge patch is merged the same way), delete and watch (chunked, one JSON event per line, bookmarks, 410 on expired history),
 persists its store, resourceVersion counter and event history in --state-dir like an etcd-backed
 API server, answers kubectl's discovery and Table requests, and has test knobs under /_test/
 (see e2e/README.md).
@@ -44,10 +45,11 @@ RESOURCES = {
     "namespaces": ("", "v1", "Namespace", False, ["ns"]),
     "endpointslices": ("discovery.k8s.io", "v1", "EndpointSlice", True, []),
     "servicecidrs": ("networking.k8s.io", "v1", "ServiceCIDR", False, []),
+    "events": ("events.k8s.io", "v1", "Event", True, ["ev"]),
 }
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 SINGULAR = {"services": "service", "nodes": "node", "namespaces": "namespace",
-            "endpointslices": "endpointslice", "servicecidrs": "servicecidr"}
+            "endpointslices": "endpointslice", "servicecidrs": "servicecidr", "events": "event"}
 
 
 GZIP_MIN = 128 * 1024  # responses this large are gzipped for a client that accepts it
@@ -56,6 +58,55 @@ GZIP_MIN = 128 * 1024  # responses this large are gzipped for a client that acce
 def api_version(res):
     g, v = RESOURCES[res][0], RESOURCES[res][1]
     return f"{g}/{v}" if g else v
+
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def validate_event(ev, old=None):
+    """What the real API server checks on an events.k8s.io/v1 Event (ValidateEventCreate /
+    ValidateEventUpdate in pkg/apis/core/validation/events.go); a list of field errors."""
+    errs = []
+    md = ev.get("metadata") or {}
+    name = md.get("name", "")
+    if not name or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        errs.append(f"metadata.name: Invalid value: {name!r}: a DNS-1123 subdomain")
+    if not ev.get("eventTime"):
+        errs.append("eventTime: Required value")
+    if ev.get("type") not in ("Normal", "Warning"):
+        errs.append(f"type: Invalid value: {ev.get('type')!r}: Normal or Warning")
+    for f in ("deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount", "deprecatedSource"):
+        if ev.get(f):
+            errs.append(f"{f}: Invalid value: needs to be unset")
+    regarding = ev.get("regarding") or {}
+    if not regarding.get("namespace") and md.get("namespace") not in ("default", "kube-system"):
+        errs.append("regarding.namespace: does not match event.namespace")
+    if regarding.get("namespace") and regarding["namespace"] != md.get("namespace"):
+        errs.append("regarding.namespace: does not match event.namespace")
+    rc = ev.get("reportingController", "")
+    if not rc or not _QUALIFIED.match(rc):
+        errs.append(f"reportingController: Invalid value: {rc!r}")
+    ri = ev.get("reportingInstance", "")
+    if not ri or len(ri) > 128:
+        errs.append("reportingInstance: Required value, at most 128 characters")
+    for f in ("action", "reason"):
+        if not ev.get(f) or len(ev[f]) > 128:
+            errs.append(f"{f}: Required value, at most 128 characters")
+    if len(ev.get("note", "")) > 1024:
+        errs.append("note: Invalid value: at most 1024 characters")
+    series = ev.get("series")
+    if series is not None and (old is None or series != old.get("series")):
+        if int(series.get("count", 0)) < 2:
+            errs.append("series.count: Invalid value: should be at least 2")
+        if not series.get("lastObservedTime"):
+            errs.append("series.lastObservedTime: Required value")
+    if old is not None:
+        for f in ("regarding", "related", "reason", "note", "type", "eventTime", "action",
+                  "reportingController", "reportingInstance"):
+            if ev.get(f) != old.get(f):
+                errs.append(f"{f}: Invalid value: field is immutable")
+    return errs
 
 
 def now_rfc3339():
@@ -906,6 +957,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return obj
 
     def _defaults(self, res, obj, old=None):
+        if res == "events":
+            errs = validate_event(obj, old)
+            if errs:
+                raise ApiError(422, "Invalid", "Event.events.k8s.io \"" + obj["metadata"].get("name", "") +
+                               "\" is invalid: " + "; ".join(errs))
+            return
         if res != "services":
             if res == "endpointslices":
                 for p in obj.get("ports") or []:

@@ -451,6 +451,10 @@ class Daemon:
         with open(self.runs[run][1], errors="replace") as f:
             return f.read()
 
+    def stdout(self, run=-1):
+        with open(self.runs[run][1][:-len("stderr")] + "stdout", errors="replace") as f:
+            return f.read()
+
     def tail(self, n=60):
         out = []
         for i, (p, path) in enumerate(self.runs):

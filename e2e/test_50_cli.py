@@ -1,6 +1,8 @@
-"""The command line contract: --dry-run, --cleanup, missing source flag."""
+"""The command line contract: --dry-run, --cleanup, missing source flag, upstream's flags accepted,
+bad values refused naming them, --help and --version."""
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -102,8 +104,13 @@ table ip unrelated {
     tables = lab.nft("list", "tables")
     assert "kube-proxy" not in tables, tables
     assert "table ip unrelated" in tables, "--cleanup removed a table that is not its own"
+    # What it removed, at the default verbosity.
+    assert "cleanup: deleted table ip kube-proxy (1 chains, 0 sets and maps)" in p.stderr, p.stderr
+    assert "cleanup: deleted table ip6 kube-proxy (0 chains, 1 sets and maps)" in p.stderr, p.stderr
+    assert "cleanup: none of upstream kube-proxy's iptables-mode chains found" in p.stderr, p.stderr
     p = sh([netlab.BIN, "--cleanup"], ns=lab.node, check=False, timeout=30)
     assert p.returncode == 0, f"--cleanup with nothing to clean: exit {p.returncode}: {p.stderr[-2000:]}"
+    assert "cleanup: no table ip kube-proxy" in p.stderr and "cleanup: no table ip6 kube-proxy" in p.stderr, p.stderr
     # also after a real daemon run
     write_dry_manifests(lab)
     d = lab.start_daemon()
@@ -157,3 +164,85 @@ def test_maximal_names_serve_traffic_and_every_ruleset_text_loads_with_nft_f(lab
     comments = re.findall(r'comment "([^"]*)"', sh(["nft", "list", "ruleset"], ns=fresh).stdout)
     assert comments and max(len(c) for c in comments) <= 128, comments
     assert len({c for c in comments if c.startswith(ns)}) >= 4, comments
+
+
+# Upstream kube-proxy's flags that kube-proxy-nft used to refuse (exit 1, a crash-looping pod):
+# component-base's logging flags, klog's own (the kube-proxy reference still lists them), verflag's
+# and cobra's, cadvisor's two. Each with a value upstream takes.
+UPSTREAM_FLAGS = [
+    ["--logging-format=text"], ["--logging-format=json"], ["--log-flush-frequency=1s"], ["-v", "3"],
+    ["--vmodule=loop=3"], ["--log-json-split-stream=false"], ["--log-json-info-buffer-size=64Ki"],
+    ["--log-text-split-stream=false"], ["--log-text-info-buffer-size=0"], ["--one-output"], ["--skip-headers"],
+    ["--skip-log-headers"], ["--add-dir-header"], ["--log-file=/dev/null"], ["--log_file=/dev/null"],
+    ["--log-dir=/tmp"], ["--log-file-max-size=100"], ["--alsologtostderr"], ["--stderrthreshold=INFO"],
+    ["--log-backtrace-at=nowhere.cc:1"], ["--boot-id-file=/proc/sys/kernel/random/boot_id"],
+    ["--machine-id-file=/etc/machine-id"], ["--feature-gates=LoggingAlphaOptions=true"],
+]
+
+
+def test_every_upstream_flag_is_accepted(lab):
+    write_dry_manifests(lab)
+    for flags in UPSTREAM_FLAGS:
+        p = sh([netlab.BIN, f"--manifests={lab.manifests.path}", "--dry-run"] + BASE + flags, ns=lab.node,
+               check=False, timeout=30)
+        assert p.returncode == 0, f"{flags}: exit {p.returncode}: {p.stderr[-1000:]}"
+        assert "table ip kube-proxy" in p.stdout, flags
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--logging-format=xml"], 'logging.format: "xml"'),
+    (["--log-flush-frequency=soon"], "--log-flush-frequency"),
+    (["--logging-format=json", "--log-file=/tmp/x"], "--log-file"),
+    (["--version=maybe"], "--version"),
+    (["--log-xml"], "--log-xml"),
+])
+def test_a_bad_flag_or_value_exits_2_with_one_line_naming_it(lab, flags, named):
+    write_dry_manifests(lab)
+    p = sh([netlab.BIN, f"--manifests={lab.manifests.path}", "--dry-run"] + flags, ns=lab.node, check=False,
+           timeout=30)
+    lines = p.stderr.splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and named in lines[0], (p.returncode, lines)
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_exits_0_with_our_dashed_flags_and_subcommands_and_no_library_internals(flag):
+    p = subprocess.run([netlab.BIN, flag], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for want in ("--metrics-bind-address IP:port", "--nodeport-addresses", "--logging-format", "--log-file",
+                 "-h, --help", "kube-proxy-nft trace [flags]", "--cleanup", "--kubeconfig"):
+        assert want in out, want
+    # What gflags' --help showed: glog's and gflags' flags, underscored names, source paths.
+    for internal in ("metrics_bind_address", "-minloglevel", "-logbuflevel", "-flagfile", "-helpxml",
+                     "Flags from", "flags.cc", "/build/", "gflags"):
+        assert internal not in out, internal
+    assert max(len(l) for l in out.splitlines()) <= 100
+    trace = subprocess.run([netlab.BIN, "trace", "--help"], capture_output=True, text=True, timeout=10)
+    assert trace.returncode == 0 and "--from=pod|node|external" in trace.stdout, trace
+
+
+def test_version_raw_prints_every_field_as_upstream_and_exits_0():
+    p = subprocess.run([netlab.BIN, "--version=raw"], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0, p.stderr
+    assert re.fullmatch(r'version\.Info\{Major:"\d+", Minor:"\d+", GitVersion:"v[^"]+", GitCommit:"(?:[0-9a-f]{12}|unknown)", '
+                        r'Compiler:"gcc [^"]+", Platform:"linux/\w+"\}\n', p.stdout), p.stdout
+
+
+def test_a_bad_nodeport_address_is_refused_naming_it_never_replaced_by_primary(lab):
+    """Before: `--nodeport-addresses=10.0.0.0/33` logged a warning, skipped the entry and served
+    NodePorts on the primary address instead, exit 0. Upstream refuses it, as --config does."""
+    write_dry_manifests(lab)
+    for args in (["--nodeport-addresses=10.0.0.0/33"], ["--nodeport-addresses=10.0.0.0/8,bogus"]):
+        p = sh([netlab.BIN, f"--manifests={lab.manifests.path}", "--dry-run"] + BASE + args, ns=lab.node,
+               check=False, timeout=30)
+        lines = p.stderr.splitlines()
+        assert p.returncode == 2 and len(lines) == 1, (args, p.returncode, lines)
+        assert "--nodeport-addresses" in lines[0] and ("10.0.0.0/33" in lines[0] or "bogus" in lines[0]), lines
+    cfg = os.path.join(lab.tmp, "bad-nodeport.yaml")
+    with open(cfg, "w") as f:
+        f.write("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
+                "nodePortAddresses: [10.0.0.0/33]\n")
+    p = sh([netlab.BIN, f"--manifests={lab.manifests.path}", "--dry-run", f"--config={cfg}"], ns=lab.node,
+           check=False, timeout=30)
+    assert p.returncode == 2 and 'nodePortAddresses[0]: "10.0.0.0/33"' in p.stderr, p.stderr

@@ -86,8 +86,12 @@ def test_kubectl_created_service_is_reachable_and_endpoint_changes_follow(lab):
 
     # What it asked: the informers' requests, with upstream's selectors, a user agent and the token.
     reqs = daemon_requests(api)
-    lists = [r for r in reqs if not r["watch"]]
+    lists = [r for r in reqs if not r["watch"] and r["method"] == "GET"]
     by_path = {r["path"].split("?")[0]: r["path"] for r in lists}
+    # Besides the informers' requests, upstream's Starting event on the Node, once per start (issue 28).
+    assert {(r["method"], r["path"]) for r in reqs if r["method"] != "GET"} == \
+        {("POST", "/apis/events.k8s.io/v1/namespaces/default/events")}, reqs
+    assert {e["reason"] for e in api.events()} == {"Starting"}, api.events()
     assert set(by_path) == {"/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices", "/api/v1/nodes",
                             "/apis/networking.k8s.io/v1/servicecidrs"}, lists
     for path in ("/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices"):

@@ -137,9 +137,14 @@ def test_nodeports_default_and_explicit_addresses(lab):
     assert d.syncs()[0]["ops"] == 0, f"restart changed the ruleset: {d.syncs()[0]}\n{d.tail()}"
 
     d.stop()
-    # A CIDR that does not parse is logged and skipped; the others apply.
-    d = lab.start_daemon(["--nodeport-addresses=192.168.100.0/24,not-a-cidr,fd00:192:168::/64"], label="cidrs")
-    assert '"not-a-cidr" is not a CIDR; skipped' in d.stderr(), d.tail()
+    # A CIDR that does not parse is refused, as upstream refuses it: exit 2 naming it, never a
+    # silent fall-back to `primary`; the rules in place keep serving.
+    bad = lab.daemon(["--nodeport-addresses=192.168.100.0/24,not-a-cidr,fd00:192:168::/64"], label="bad-cidr").start()
+    assert bad.proc.wait(timeout=30) == 2, bad.tail()
+    assert 'invalid value "not-a-cidr" for --nodeport-addresses' in bad.stderr(), bad.tail()
+    expect_answers(ext, NODE_V4, 30001, both4, node_addrs, what="the rules in place after a refused start")
+    # Explicit CIDRs: the matching local addresses.
+    d = lab.start_daemon(["--nodeport-addresses=192.168.100.0/24,fd00:192:168::/64"], label="cidrs")
     for host, eps in ((NODE_V4, both4), (NODE_V4_SECONDARY, both4), (NODE_V6_SECONDARY, both6)):
         expect_answers(ext, host, 30001, eps, node_addrs, what="explicit CIDRs")
     expect_answers(ext, NODE_CLIENT_LINK_V4, 30001, {NODE_CLIENT_LINK_V4}, {client.v4}, n=2,

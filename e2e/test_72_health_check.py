@@ -4,6 +4,7 @@ externalTrafficPolicy=Local LoadBalancer Service answers on its healthCheckNodeP
 addresses, 200 while this node has a ready endpoint, 503 when its local endpoints only terminate
 (or live elsewhere); ports open and close as services come and go."""
 import json
+import re
 
 import pytest
 
@@ -105,3 +106,33 @@ def test_health_check_node_port_follows_local_endpoints_and_terminating_ones_do_
                 slices_of("hc2", [b]))
     expect_closed(client, HC_PORT_2)
     assert not d.failed_syncs()
+
+
+def test_health_check_port_answers_503_with_the_reason_while_the_proxy_is_unhealthy(lab):
+    """Beyond upstream (kubernetes/kubernetes#115825): while the proxy is unhealthy (a change has
+    waited 2 x sync-period: the kernel refuses every commit, so this node's rules are stale) the
+    health-check port of an eTP=Local service with a ready local endpoint answers 503, and its
+    body says why; 200 again once a sync lands."""
+    from test_75_metrics_health import OwnedTable, wait_for
+
+    client = lab.add_external_client()
+    a, b = lab.add_backends(2, tcp=[80], udp=[])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("hc.yaml", [lb("hc", ["10.96.0.51", "fd00:10:96::51"], HC_PORT, 30051)] + slices_of("hc", [a]))
+    lab.start_daemon(sync_flags=("--min-sync-period=0s", "--sync-period=2s"))
+    expect_health(client, HC_PORT, 200, 1)
+
+    owner = OwnedTable(lab)
+    m.write("hc.yaml", [lb("hc", ["10.96.0.51", "fd00:10:96::51"], HC_PORT, 30051)] + slices_of("hc", [a, b]))
+    r = wait_for(lambda: (lambda x: x if x.get("status") == 503 else None)(http_get(client, NODE_V4, HC_PORT)),
+                 20, "the health-check port to answer 503")
+    body = json.loads(r["body"])
+    assert body["serviceProxyHealthy"] is False and body["localEndpoints"] == 1, body
+    assert re.match(r"^kube-proxy is unhealthy: IPv4, IPv6: a change has waited \d+\.\ds for a successful sync "
+                    r"\(limit 4\.0s\); the last one was at \d{4}-", body["reason"]), body["reason"]
+    assert set(body) == {"service", "localEndpoints", "serviceProxyHealthy", "reason"}
+
+    owner.release()
+    wait_for(lambda: http_get(client, NODE_V4, HC_PORT).get("status") == 200, 20, "200 again")
+    expect_health(client, HC_PORT, 200, 2)

@@ -259,6 +259,64 @@ def test_healthz_turns_503_while_the_kernel_rejects_every_commit_and_200_once_it
     assert get(lab, "127.0.0.1", 10256, "/livez")["status"] == 200
 
 
+def healthz_503(lab):
+    r = get(lab, "127.0.0.1", 10256, "/healthz")
+    return r if r.get("status") == 503 else None
+
+
+def test_healthz_turns_503_within_2x_sync_period_when_no_sync_ever_succeeds(lab):
+    """Issue 24 defect 1: every commit refused from the start (the helper's failpoint matches
+    every transaction of our tables). Upstream counts the start as an update of each family, so a
+    change that then waits 2 x sync-period turns /healthz and /livez 503; before it, nothing is
+    late (the retries of the initial sync are not queued changes, as upstream's)."""
+    a, = lab.add_backends(1, tcp=[8080], udp=[])
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    m.write("web.yaml", web("web", "10.96.0.10", [a.v4]))
+    d = lab.daemon(sync_flags=("--min-sync-period=0s", "--sync-period=2s"),
+                   env={"KPN_FAULT_REFUSE_TEXT": '"table":"kube-proxy"'}).start()
+    wait_for(lambda: d.failed_syncs(), 20, "a refused sync")
+    started = get(lab, "127.0.0.1", 10256, "/healthz")
+    assert started["status"] == 200, started
+
+    m.write("web2.yaml", web("web2", "10.96.0.11", [a.v4]))
+    queued = time.monotonic()
+    r = wait_for(lambda: healthz_503(lab), 15, "/healthz 503")
+    waited = time.monotonic() - queued
+    # 2 x sync-period = 4 s after the change; the change reaches the daemon within ~0.1 s (inotify)
+    # and the poll adds up to 0.1 s plus a python start.
+    assert 4.0 - 0.2 <= waited <= 4.0 + 1.5, f"503 after {waited:.2f}s, want 2 x sync-period (4 s)"
+    body = json.loads(r["body"])
+    assert body["healthy"] is False and body["nodeEligible"] is True, body
+    assert set(body["status"]) == {"IPv4", "IPv6"}
+    for fam in body["status"].values():
+        # Never synced: the family's last update is the start, as upstream's "in case Sync() never succeeds".
+        assert fam == {"lastUpdated": body["lastUpdated"], "healthy": False}, body
+    assert body["lastUpdated"] < body["currentTime"]
+    assert get(lab, "127.0.0.1", 10256, "/livez")["status"] == 503
+    # Before the change: healthy, and already the families with the start as their last update.
+    started = json.loads(started["body"])
+    assert started["healthy"] is True, started
+    assert started.get("status") == {f: {"lastUpdated": body["lastUpdated"], "healthy": True}
+                                     for f in ("IPv4", "IPv6")}, started
+    assert "sync done" not in d.stderr(), "a sync succeeded: the failpoint did not refuse every commit"
+    assert d.alive()
+
+
+def test_an_ipv4_only_node_reports_no_ipv6_family(lab):
+    """Issue 24 defect 1: status lists the families this node serves; a kernel without ip6
+    nftables (the start-up probe refused, through the helper's failpoint) serves IPv4 only."""
+    m = lab.manifests
+    m.write("node.yaml", node_object())
+    d = lab.start_daemon(env={"KPN_FAULT_REFUSE_TEXT": '"family":"ip6"'})
+    assert "nftables family ip6 is not available on this node" in d.stderr(), d.tail()
+    for path in ("/healthz", "/livez"):
+        r = get(lab, "127.0.0.1", 10256, path)
+        assert r["status"] == 200, r
+        body = json.loads(r["body"])
+        assert set(body["status"]) == {"IPv4"}, body
+
+
 def test_livez_stays_200_while_only_the_node_is_being_deleted(lab):
     m = lab.manifests
     node = node_object()

@@ -17,6 +17,7 @@ from apiserver_lab import ApiServer
 from netlab import NODE_NAME, NODE_V4, endpoint_slice, node_object, service
 from prometheus_lab import Prometheus, podmonitor_job, wait_for
 from test_75_metrics_health import aged_change
+from test_92_events import hold_port
 
 pytestmark = pytest.mark.usefixtures("daemon_bin")
 
@@ -84,8 +85,6 @@ NO_DATA_HERE = {
     ("Kube API Request Rate", "3xx"): "no redirects: the API server sends none (client-go would follow one)",
     ("Kube API Request Rate", "4xx"): "a healthy run has no client errors (filled below, with injected ones)",
     ("Kube API Request Rate", "5xx"): "a healthy run has no server errors (filled below, with injected ones)",
-    ("Post Request Latency 99th Quantile", "{{verb}}"):
-        "the daemon makes no POST requests: upstream's are its Kubernetes Events, which it does not send",
     ("Goroutines", "{{instance}}"): "not a Go program: no go_* runtime metrics",
 }
 
@@ -227,12 +226,18 @@ def test_kube_prometheus_scrapes_the_deployed_daemon_and_every_mixin_panel_and_a
         [(NODE_NAME, "kube-system", "1")], up
 
     # Activity inside the dashboard's window: a change stamped by the EndpointSlice controller
-    # (network programming latency), syncs, and watches established again (GETs).
+    # (network programming latency), syncs, and watches established again (GETs); and a Kubernetes
+    # Event (a POST), as upstream records one when a Service's health-check node port is taken.
     b, = lab.add_backends(1, tcp=[8080], udp=[], name="ep2")
     with d.change():
         api.put(web(["10.96.0.10", "fd00:10:96::10"], [a.v4, a.v6, b.v4, b.v6], trigger=aged_change(0)))
     api.close_watches()
     api.wait_watches(3)
+    hold_port(lab, 32101)
+    api.put([service("hc", [("p80", 80, "TCP", 8080, 30101)], ["10.96.0.11"], type="LoadBalancer", etp="Local",
+                     lb_ingress=["198.51.100.11"], health_check_node_port=32101),
+             endpoint_slice("hc", [a.v4], [("p80", 8080, "TCP")])])
+    api.wait_events("FailedToStartServiceHealthcheck")
 
     assert prom.label_values(*CLUSTER_VARIABLE) == [], "one cluster: no cluster label, the variable stays empty"
     assert prom.label_values(INSTANCE_VARIABLE[0], grafana(INSTANCE_VARIABLE[1], "")) == [NODE_NAME]

@@ -69,7 +69,7 @@ def test_issue_configmap_verbatim_with_hostname_override_serves_traffic(lab):
 
     err = d.stderr()
     assert err.count('mode: "ipvs" is not implemented by kube-proxy-nft; running in nftables mode') == 1, d.tail()
-    assert 'ipvs.scheduler: "rr" kept' in err and "ipvs.excludeCIDRs: [10.96.0.10/32] accepted" in err, d.tail()
+    assert 'ipvs.scheduler: "rr": new connections are balanced round-robin' in err and "ipvs.excludeCIDRs: [10.96.0.10/32] accepted" in err, d.tail()
     # Upstream's precedence, said out loud: what --config made it ignore.
     m = re.search(r"ignored because --config is given \(upstream's rule; set the fields in the file\): (.*)", err)
     assert m and set(m.group(1).split(", ")) == {"--cluster-cidr", "--kubeconfig"}, d.tail()

@@ -1,6 +1,6 @@
 """Other agents' tables on the node (issue 12): a CNI's table with 10 000 chains, sets with
 comments and typeof, and sets written by nft >= 1.1.2, whose userdata makes libnftables 1.0.6
-segfault while it fills its cache (../shared/reference/foreign-tables.md). They are written
+segfault while it fills its cache (kubernetes issues 136786, 140898). They are written
 straight through netlink by build/foreign-tables (e2e/foreign_tables.c, libnftnl), then the
 daemon must keep serving and applying live changes. Also: libnftables dying inside the helper
 process costs one commit, never the daemon."""

@@ -58,12 +58,21 @@ def code_resources():
     """(apiGroup, resource) of every reflector in the API source."""
     with open(os.path.join(netlab.REPO, "pkg", "source", "api_source.cc")) as f:
         text = f.read()
-    paths = re.findall(r'"(/apis?/[^"]+)"', text)
+    # The reflectors' collections (a lookup by name lists one of them too).
+    paths = re.findall(r'make\([^,]+, \{"[A-Za-z]+", "(/apis?/[^"]+)"', text)
     out = set()
     for p in paths:
         parts = p.strip("/").split("/")
         out.add(("", parts[2]) if parts[0] == "api" else (parts[1], parts[3]))
     return out
+
+
+def code_event_resource():
+    """(apiGroup, resource) the event recorder writes to."""
+    with open(os.path.join(netlab.REPO, "pkg", "events", "event.cc")) as f:
+        (path,) = re.findall(r'"(/apis/[^"]+/namespaces/)"', f.read())
+    parts = path.strip("/").split("/")
+    return parts[1], "events"
 
 
 def rbac_rules():
@@ -139,10 +148,13 @@ def test_resources_fit_the_measured_peak_at_10k_services():
     assert mib(c["resources"]["limits"]["memory"]) >= peak, (peak, c["resources"])
 
 
-def test_rbac_gives_exactly_list_and_watch_on_what_the_reflectors_read():
+def test_rbac_gives_exactly_list_and_watch_on_what_the_reflectors_read_and_events_create_patch():
     assert code_resources() == {("", "services"), ("", "nodes"), ("discovery.k8s.io", "endpointslices"),
                                 ("networking.k8s.io", "servicecidrs")}
-    assert rbac_rules() == {r: {"list", "watch"} for r in code_resources()}
+    assert code_event_resource() == ("events.k8s.io", "events")
+    want = {r: {"list", "watch"} for r in code_resources()}
+    want[code_event_resource()] = {"create", "patch"}  # a repeated event's series is a PATCH
+    assert rbac_rules() == want
     binding = one("rbac.yaml", "ClusterRoleBinding")
     sa = one("rbac.yaml", "ServiceAccount")
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
@@ -152,7 +164,7 @@ def test_rbac_gives_exactly_list_and_watch_on_what_the_reflectors_read():
 
 
 def request_verb(r):
-    """(apiGroup, resource, verb) of a logged request."""
+    """(apiGroup, resource, verb) of a logged request, as RBAC names it."""
     path = r["path"].split("?", 1)[0].strip("/").split("/")
     if path[0] == "api":
         group, rest = "", path[2:]
@@ -162,7 +174,10 @@ def request_verb(r):
         rest = rest[1:]
     if len(rest) >= 2 and rest[0] == "namespaces":
         rest = rest[2:]
-    verb = "watch" if r.get("watch") else ("list" if len(rest) == 1 else "get")
+    if r["method"] in ("POST", "PATCH", "PUT", "DELETE"):
+        verb = {"POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}[r["method"]]
+    else:
+        verb = "watch" if r.get("watch") else ("list" if len(rest) == 1 else "get")
     return group, rest[0], verb
 
 
@@ -188,6 +203,12 @@ def test_rbac_covers_every_request_of_the_daemon_running_the_deploy_config(lab):
         assert verb in allowed.get((group, resource), set()), f"{verb} {group}/{resource} not in rbac.yaml"
     for res in [("", "services"), ("discovery.k8s.io", "endpointslices"), ("", "nodes")]:
         assert {(*res, "list"), (*res, "watch")} <= seen, (res, seen)
+    # The Starting event on its Node, as upstream records it.
+    api.wait_events("Starting")
+    seen = {request_verb(r) for r in api.requests() if r.get("ua", "").startswith("kube-proxy-nft")}
+    assert ("events.k8s.io", "events", "create") in seen, seen
+    for group, resource, verb in seen:
+        assert verb in allowed.get((group, resource), set()), f"{verb} {group}/{resource} not in rbac.yaml"
 
 
 def test_systemd_unit_verifies_and_its_config_decodes(tmp_path):

@@ -1,15 +1,14 @@
 """Upstream kube-proxy's nftables-mode tables for a handful of ClusterIP services, as one `nft -f`
 script, in the layouts a node may carry when our daemon takes over
-(../shared/reference/upstream-nftables.md §1 and §8):
+(kubernetes/kubernetes pkg/proxy/nftables/proxier.go of each release):
 
   "v1.33"  proxier.go @ b0f823e: every filter base chain at dstnat-10 plus filter-output-post-dnat,
-           a chain per endpoint, `numgen random mod N vmap {...}`, mark-for-masquerade (§1.1 older
-           layout, §1.5)
-  "v1.35"  the newest base chains (filter checks at priority filter), still endpoint chains (§1.1,
-           §1.5; what bench/gen_upstream.py writes)
+           a chain per endpoint, `numgen random mod N vmap {...}`, mark-for-masquerade
+  "v1.35"  the newest base chains (filter checks at priority filter), still endpoint chains (what
+           bench/gen_upstream.py writes)
   "v1.36"  no endpoint chains and no mark-for-masquerade: each service chain is one
            `dnat ip to numgen random mod N map {...}` with an anonymous map, off-cluster masquerade
-           in `services`, hairpin through the hairpin-connections set (§8)
+           in `services`, hairpin through the hairpin-connections set
 
 Chain names hash the way upstream does (bench/gen_upstream.hash_and_truncate)."""
 import os

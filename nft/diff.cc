@@ -444,6 +444,8 @@ bool staticDeclarationsListed(const Ruleset& skeleton, const std::vector<ListedT
       auto ls = listed[i].sets.find(d.name);
       if (ls == listed[i].sets.end() || !sameDeclaration(ls->second, d)) return false;
     }
+    for (const std::string& c : t.counters)
+      if (!listed[i].counters.count(c)) return false;
   }
   return true;
 }

@@ -108,6 +108,9 @@ Stmt goTo(const std::string& chain) {
 }
 Stmt drop() { return {"{\"drop\":null}", "drop", {}, {}}; }
 Stmt ret() { return {"{\"return\":null}", "return", {}, {}}; }
+Stmt namedCounter(const std::string& name) {
+  return {"{\"counter\":" + jsonString(name) + "}", "counter name " + jsonString(name), {}, {}};
+}
 Stmt reject(Family f) {
   // The explicit form is what nft lists back for a bare `reject`.
   return {std::string("{\"reject\":{\"type\":\"") + (f == Family::IPv4 ? "icmp" : "icmpv6") +

@@ -57,6 +57,9 @@ Stmt goTo(const std::string& chain);
 Stmt drop();
 Stmt ret();
 Stmt reject(Family f);  // ICMP(v6) port unreachable: connect() fails with ECONNREFUSED
+// counter name "NAME": adds the packet to a named counter object of the table (Table::counters),
+// which, unlike a rule's own counter, outlives the flush and re-add of its rule.
+Stmt namedCounter(const std::string& name);
 // dnat <family> to <key> map @map, where the map yields address . port
 Stmt dnatMap(Family f, const Expr& key, const std::string& mapName);
 // dnat <family> to address:port (IPv6: [address]:port)

@@ -190,6 +190,7 @@ RunResult FakeRunner::declareStatic(const Ruleset& rs) {
     FakeTable& ft = tables[tableKey(t.family, t.name)];
     for (const SetDecl& d : t.sets)
       if (!d.typeofSpec.empty() && !ft.sets.count(d.name)) ft.sets[d.name].decl = d;
+    ft.counters.insert(t.counters.begin(), t.counters.end());
   }
   ++declarations;
   RunResult done;
@@ -203,6 +204,7 @@ RunResult FakeRunner::list(Family f, const std::string& table, ListedTable* out)
   auto ti = tables.find(tableKey(f, table));
   if (ti == tables.end()) return {};
   out->exists = true;
+  out->counters.insert(ti->second.counters.begin(), ti->second.counters.end());
   for (const auto& [name, hook] : ti->second.chains) {
     ListedChain& lc = out->chains[name];
     lc.hook = hook;

@@ -49,6 +49,7 @@ class FakeRunner : public Runner {
     std::map<std::string, std::optional<Hook>> chains;
     std::map<std::string, std::vector<Rule>> rules;
     std::map<std::string, FakeSet> sets;
+    std::set<std::string> counters;  // named counter objects (declared by declareStatic)
   };
   std::map<std::string, FakeTable> tables;  // "ip kube-proxy"
 

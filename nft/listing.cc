@@ -137,6 +137,8 @@ std::optional<ListedTable> parseListing(const std::string& json, std::string* er
       if (c.HasMember("hook") && c.HasMember("prio") && c["prio"].IsInt()) {
         lc.hook = Hook{str(c, "type"), str(c, "hook"), c["prio"].GetInt()};
       }
+    } else if (item.HasMember("counter") && item["counter"].IsObject()) {
+      t.counters.insert(str(item["counter"], "name"));
     } else if (item.HasMember("rule")) {
       const auto& r = item["rule"];
       if (!r.HasMember("expr")) continue;

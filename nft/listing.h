@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,7 @@ struct ListedTable {
   // Transparent comparators: the diff looks names up by string_view.
   std::map<std::string, ListedChain, std::less<>> chains;
   std::map<std::string, ListedSet, std::less<>> sets;
+  std::set<std::string, std::less<>> counters;  // named counter objects
 };
 
 // Parses the JSON that `list table <family> <name>` prints. Returns nullopt (and sets *error) on

@@ -109,6 +109,10 @@ struct Table {
   Family family = Family::IPv4;
   std::string name;
   std::vector<SetDecl> sets;
+  // Named counter objects (`counter name` in rules; read by the metrics, nft/counter_objects.h):
+  // declared with the start-up declarations, never deleted or reset by a sync, so their counts
+  // survive restarts, failed syncs and full resyncs.
+  std::vector<std::string> counters;
   std::map<std::string, PartPtr> parts;  // by owner
 };
 

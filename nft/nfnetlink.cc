@@ -12,10 +12,10 @@
 
 namespace kpn::nft::nfnl {
 
-const nlattr* findAttr(const nlmsghdr* h, int type) {
-  if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nfgenmsg))) return nullptr;
-  const char* p = reinterpret_cast<const char*>(NLMSG_DATA(h)) + NLMSG_ALIGN(sizeof(nfgenmsg));
-  const char* end = reinterpret_cast<const char*>(h) + h->nlmsg_len;
+namespace {
+
+// The attribute of `type` among those packed in [p, end).
+const nlattr* findIn(const char* p, const char* end, int type) {
   while (p + NLA_HDRLEN <= end) {
     const auto* a = reinterpret_cast<const nlattr*>(p);
     if (a->nla_len < NLA_HDRLEN || p + a->nla_len > end) return nullptr;
@@ -23,6 +23,19 @@ const nlattr* findAttr(const nlmsghdr* h, int type) {
     p += NLA_ALIGN(a->nla_len);
   }
   return nullptr;
+}
+
+}  // namespace
+
+const nlattr* findAttr(const nlmsghdr* h, int type) {
+  if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nfgenmsg))) return nullptr;
+  return findIn(reinterpret_cast<const char*>(NLMSG_DATA(h)) + NLMSG_ALIGN(sizeof(nfgenmsg)),
+                reinterpret_cast<const char*>(h) + h->nlmsg_len, type);
+}
+
+const nlattr* findNested(const nlattr* parent, int type) {
+  return findIn(reinterpret_cast<const char*>(parent) + NLA_HDRLEN,
+                reinterpret_cast<const char*>(parent) + parent->nla_len, type);
 }
 
 std::string stringAttr(const nlattr* a) {

@@ -15,6 +15,8 @@ namespace kpn::nft::nfnl {
 const nlattr* findAttr(const nlmsghdr* h, int type);
 std::string stringAttr(const nlattr* a);
 uint32_t be32Attr(const nlattr* a);  // 0 when too short
+// The attribute of `type` inside a nested attribute, nullptr if absent.
+const nlattr* findNested(const nlattr* parent, int type);
 
 // Sends one nftables request (msgType: NFT_MSG_GET*, family: NFPROTO_*) on a new socket and calls
 // `each` for every message of the answer, until the dump ends. False (with *error) on any failure.

@@ -1,5 +1,6 @@
 #include "nft/nft_helper.h"
 
+#include <glog/logging.h>
 #include <linux/netfilter.h>
 #include <nftables/libnftables.h>
 #include <sys/prctl.h>
@@ -137,12 +138,12 @@ int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
   setrlimit(RLIMIT_CORE, &noCore);
   setCacheScope(scope);
   if (!typeofGuardActive() || !cacheScopeActive())
-    std::fprintf(stderr, "nft helper: libnftnl interposers not active (guard %d, scope %d)\n", typeofGuardActive(),
-                 cacheScopeActive());
+    LOG(ERROR) << "nft helper: libnftnl interposers not active (guard " << typeofGuardActive() << ", scope "
+               << cacheScopeActive() << ")";
   const char* refuse = std::getenv(kRefuseTextVar);
   if (refuse && *refuse)
-    std::fprintf(stderr, "nft helper: failpoint %s is set: refusing every transaction that contains %s\n",
-                 kRefuseTextVar, refuse);
+    LOG(WARNING) << "nft helper: failpoint " << kRefuseTextVar << " is set: refusing every transaction that contains "
+                 << refuse;
   Contexts contexts(refuse ? refuse : "");
   contexts.warm();
   std::string frame, buffer;
@@ -203,14 +204,14 @@ std::optional<int> runNftHelperIfAsked(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], kNftHelperSubcommand) != 0) return std::nullopt;
   pid_t daemon = 0;
   if (argc < 3 || !parseParentArg(argv[2], &daemon)) {
-    std::fprintf(stderr, "nft helper: the first argument must be %sPID (the daemon's)\n", kParentArg);
+    LOG(ERROR) << "nft helper: the first argument must be " << kParentArg << "PID (the daemon's)";
     return 2;
   }
   std::vector<ScopedTable> scope;
   for (int i = 3; i < argc; ++i) {
     ScopedTable t;
     if (!parseScopeArg(argv[i], &t)) {
-      std::fprintf(stderr, "nft helper: bad table argument %s (want ip:NAME or ip6:NAME)\n", argv[i]);
+      LOG(ERROR) << "nft helper: bad table argument " << argv[i] << " (want ip:NAME or ip6:NAME)";
       return 2;
     }
     scope.push_back(t);

@@ -102,7 +102,7 @@ std::string statement(const JValue& s) {
   if (key == "vmap") return expr(b["key"]) + " vmap " + expr(b["data"]);
   if (key == "jump" || key == "goto") return key + " " + member(b, "target");
   if (key == "accept" || key == "drop" || key == "return" || key == "continue") return key;
-  if (key == "counter") return "counter";
+  if (key == "counter") return b.IsString() ? "counter name \"" + std::string(b.GetString()) + "\"" : "counter";
   if (key == "log") return "log";
   if (key == "reject") {
     std::string out = "reject";

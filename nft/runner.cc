@@ -96,6 +96,9 @@ std::string staticDeclarationsText(const Ruleset& rs) {
     text += std::string("add table ") + familyName(t.family) + " " + t.name + "\n";
     for (const SetDecl& d : t.sets)
       if (!d.typeofSpec.empty()) text += nativeTypeofDeclaration(t.family, t.name, d) + "\n";
+    // `add` of a counter that exists keeps its count (checked with nft 1.0.6 on 6.x kernels).
+    for (const std::string& c : t.counters)
+      text += std::string("add counter ") + familyName(t.family) + " " + t.name + " " + c + "\n";
   }
   return text;
 }

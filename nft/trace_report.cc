@@ -246,6 +246,37 @@ std::string stickyJson(const std::optional<StickyEntry>& s) {
          ",\"kernelEntries\":" + (s->kernelEntries ? "true" : "false") + "}";
 }
 
+std::string causeJson(const std::optional<Cause>& c) {
+  if (!c) return "null";
+  std::string out = "{\"code\":" + jsonString(c->code) + ",\"message\":" + jsonString(c->message) + ",\"counts\":{";
+  for (size_t i = 0; i < c->counts.size(); ++i)
+    out += (i ? "," : "") + jsonString(c->counts[i].first) + ":" + std::to_string(c->counts[i].second);
+  out += "},\"objects\":[";
+  for (size_t i = 0; i < c->objects.size(); ++i) out += (i ? "," : "") + jsonString(c->objects[i]);
+  return out + "]}";
+}
+
+std::string frontendJson(const std::optional<Frontend>& f) {
+  if (!f) return "null";
+  return "{\"kind\":" + jsonString(f->kind) + ",\"service\":" + jsonString(f->service) + ",\"port\":" + jsonString(f->port) +
+         "}";
+}
+
+std::string stateJson(const std::optional<StateInfo>& s) {
+  if (!s) return "null";
+  return "{\"origin\":" + jsonString(s->origin) + ",\"synced\":" + (s->synced ? "true" : "false") +
+         ",\"servicesKnown\":" + std::to_string(s->servicesKnown) + ",\"note\":" + jsonString(s->note) + "}";
+}
+
+std::string causeText(const Cause& c) {
+  std::string out = "cause: " + c.message + "\n";
+  for (const auto& o : c.objects) out += "  - " + o + "\n";
+  return out;
+}
+
+// The report's JSON object without its closing brace, so that a service report can add to it.
+std::string reportJsonBody(const Report& r);
+
 }  // namespace
 
 std::vector<ReportStep> reportSteps(const Candidate& c) {
@@ -289,6 +320,8 @@ std::string reportText(const Report& r) {
                                               : ", in on " + (p.iifname.empty() ? std::string("(no interface)") : p.iifname)) +
                     "\n";
   out += "verdict: " + r.verdict + " — " + r.reason + "\n";
+  if (r.cause) out += causeText(*r.cause);
+  if (r.state && !r.state->note.empty()) out += "state: " + r.state->note + "\n";
   if (r.service) out += "service: " + *r.service + "\n";
   out += "path:\n";
   for (const auto& s : r.path) appendStep(out, s, "  ");
@@ -325,7 +358,11 @@ std::string reportText(const Report& r) {
   return out;
 }
 
-std::string reportJson(const Report& r) {
+std::string reportJson(const Report& r) { return reportJsonBody(r) + "}\n"; }
+
+namespace {
+
+std::string reportJsonBody(const Report& r) {
   const Trace& t = r.trace;
   std::string out = "{\"family\":" + jsonString(familyName(t.family)) + ",\"verdict\":" + jsonString(r.verdict) +
                     ",\"service\":" + (r.service ? jsonString(*r.service) : std::string("null")) + ",\"candidates\":[";
@@ -355,8 +392,48 @@ std::string reportJson(const Report& r) {
   if (!t.candidates.empty())
     for (size_t k = 0; k < t.candidates.front().chains.size(); ++k)
       out += (k ? "," : "") + jsonString(t.candidates.front().chains[k]);
-  out += "]}\n";
+  out += "],\"cause\":" + causeJson(r.cause) + ",\"frontend\":" + frontendJson(r.frontend) +
+         ",\"state\":" + stateJson(r.state);
   return out;
+}
+
+std::string frontendHeading(const Report& r) {
+  const Packet& p = r.trace.packet;
+  std::string where = hostPort(r.trace.family, p.daddr, p.dport) + "/" + p.protocol;
+  if (!r.frontend) return where;
+  return r.frontend->kind + " " + where + " (port " + r.frontend->port + ")";
+}
+
+}  // namespace
+
+std::string serviceReportText(const ServiceReport& r) {
+  std::string out = "service " + r.service + (r.port.empty() ? "" : " port " + r.port) + ": ";
+  if (r.frontends.empty()) {
+    out += "nothing to trace\n";
+    if (r.cause) out += causeText(*r.cause);
+    if (r.state && !r.state->note.empty()) out += "state: " + r.state->note + "\n";
+    return out;
+  }
+  out += std::to_string(r.frontends.size()) + (r.frontends.size() == 1 ? " address" : " addresses") + "\n";
+  for (const auto& s : r.skipped) out += "skipped: " + s + "\n";
+  for (const auto& f : r.frontends) out += "\n== " + frontendHeading(f) + " ==\n" + reportText(f);
+  return out;
+}
+
+std::string serviceReportJson(const ServiceReport& r) {
+  std::string target = "{\"service\":" + jsonString(r.service) + ",\"port\":" +
+                       (r.port.empty() ? std::string("null") : jsonString(r.port)) + "}";
+  std::string skipped = "[";
+  for (size_t i = 0; i < r.skipped.size(); ++i) skipped += (i ? "," : "") + jsonString(r.skipped[i]);
+  skipped += "]";
+  std::string all = "[";
+  for (size_t i = 0; i < r.frontends.size(); ++i) all += (i ? "," : "") + reportJsonBody(r.frontends[i]) + "}";
+  all += "]";
+  if (r.frontends.empty())
+    return "{\"target\":" + target + ",\"cause\":" + causeJson(r.cause) + ",\"state\":" + stateJson(r.state) +
+           ",\"skipped\":" + skipped + ",\"frontends\":[]}\n";
+  return reportJsonBody(r.frontends.front()) + ",\"target\":" + target + ",\"skipped\":" + skipped +
+         ",\"frontends\":" + all + "}\n";
 }
 
 }  // namespace kpn::nft::eval

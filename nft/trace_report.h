@@ -34,6 +34,30 @@ struct StickyEntry {
   bool kernelEntries = true;            // false: a rendered table, which has no kernel entries
 };
 
+// Why, in the words of whoever knows more than the table (pkg/trace knows the cluster state): a
+// named cause, one line, and the counts and objects it is about. Rendered as given.
+struct Cause {
+  std::string code;     // stable, for programs: "no-endpoint-slice", "drift", ...
+  std::string message;  // one line, for people
+  std::vector<std::pair<std::string, int64_t>> counts;
+  std::vector<std::string> objects;
+};
+
+// Which address of which service a report traces (a trace by service name traces several).
+struct Frontend {
+  std::string kind;     // "ClusterIP", "externalIP", "LoadBalancer", "NodePort", "endpoint", "externalName"
+  std::string service;  // ns/name
+  std::string port;     // the service port's name, or its number when unnamed
+};
+
+// Where the explanations came from: the running daemon's state, a source flag's, or none.
+struct StateInfo {
+  std::string origin;  // "daemon" | "source" | "none"
+  bool synced = false;
+  uint64_t servicesKnown = 0;
+  std::string note;  // e.g. why there is no state
+};
+
 struct Report {
   Trace trace;
   // "dnat" | "reject" | "drop" | "accept" | "unsupported" (the evaluator met something it does not
@@ -49,6 +73,20 @@ struct Report {
   std::vector<ReportStep> path;
   bool pathComplete = true;
   std::optional<StickyEntry> sticky;  // when the path updates a dynamic set
+  std::optional<Cause> cause;         // set by a caller that knows why
+  std::optional<Frontend> frontend;
+  std::optional<StateInfo> state;
+};
+
+// A trace by service name: every address of the service, each its own report; or none (an
+// ExternalName, a Service no state knows), and then the cause says why.
+struct ServiceReport {
+  std::string service;  // ns/name
+  std::string port;     // as asked ("" for all ports)
+  std::vector<Report> frontends;
+  std::optional<Cause> cause;  // when there is nothing to trace
+  std::optional<StateInfo> state;
+  std::vector<std::string> skipped;  // addresses not traced, and why
 };
 
 // Condenses a trace; fills every field with the generic words. `kernelEntries`: the table is a
@@ -60,6 +98,13 @@ Report makeReport(Trace trace, bool kernelEntries = true);
 std::string reportText(const Report& r);
 // The contract of docs/trace.md, one JSON object and a newline.
 std::string reportJson(const Report& r);
+
+// Every address, each as reportText would show it under a heading; the cause when none.
+std::string serviceReportText(const ServiceReport& r);
+// The first address's report object (the contract above, for a client that reads one trace), plus
+// "target" and "frontends" (every address's report object); with no address, only "target",
+// "cause", "state" and an empty "frontends".
+std::string serviceReportJson(const ServiceReport& r);
 
 // The steps of one candidate, as the report shows them.
 std::vector<ReportStep> reportSteps(const Candidate& c);

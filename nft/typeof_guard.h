@@ -2,8 +2,8 @@
 // `typeof` expression that nft stores in each set's userdata without checking that it knows the
 // expression type: sets written by nft >= 1.1.2 (KEY_TYPEOF of EXPR_VALUE for every plain `type`
 // set: Debian trixie, Fedora 42+, Istio CNI, newer Calico) make it jump to a NULL function, and
-// unknown types make it abort (../shared/reference/foreign-tables.md §1; fixed upstream in nft
-// 1.1.4, be737a19).
+// unknown types make it abort (kubernetes issues 136786 and 140898; fixed upstream in nft 1.1.4,
+// be737a19).
 //
 // The guard interposes libnftnl's nftnl_set_get_data in our executable (the symbol is exported by
 // the link, see the Makefile): libnftables then sees, for every set, userdata whose typeof entries

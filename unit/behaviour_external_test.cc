@@ -57,12 +57,12 @@ TEST_CASE("behaviour: a NodePort answers on the NodePort addresses, not on the n
   CHECK(w.fromOutside(kNodeIP, 3001, api::Protocol::UDP) == "untouched");
 
   // --nodeport-addresses as CIDRs: the host's addresses inside them (loopback never).
-  render::parseNodePortAddresses("192.168.0.0/24,192.168.1.0/24,127.0.0.0/8", w.cfg);
+  render::applyNodePortAddresses({"192.168.0.0/24", "192.168.1.0/24", "127.0.0.0/8"}, w.cfg);
   CHECK(w.fromOutside(kOtherLocalIP, 3001) == kBothMasq);
   CHECK(w.fromOutside("192.168.1.2", 3001) == kBothMasq);
-  CHECK(w.fromNode("127.0.0.1", 3001) == "untouched");
+  CHECK(w.fromNode("127.0.0.1", 3001) == "untouched");  // localhost NodePorts are userspace listeners
   // A /0: every local address of that family, still not loopback.
-  render::parseNodePortAddresses("0.0.0.0/0", w.cfg);
+  render::applyNodePortAddresses({"0.0.0.0/0"}, w.cfg);
   CHECK(w.fromOutside("192.168.1.2", 3001) == kBothMasq);
   CHECK(w.fromOutside(kNodeIP, 3001) == kBothMasq);
   CHECK(w.fromNode("127.0.0.1", 3001) == "untouched");

@@ -2,6 +2,7 @@
 // precedence of upstream's cmd/kube-proxy/app/options.go.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -126,7 +127,7 @@ TEST_CASE("config: the issue's ConfigMap, verbatim, decodes, validates and runs 
   CHECK(n.warnings[0] == "mode: \"ipvs\" is not implemented by kube-proxy-nft; running in nftables mode");
   bool schedulerNoted = false, excludeNoted = false;
   for (const std::string& i : n.info) {
-    schedulerNoted |= i.rfind("ipvs.scheduler: \"rr\" kept", 0) == 0;
+    schedulerNoted |= i == "ipvs.scheduler: \"rr\": new connections are balanced round-robin (docs/schedulers.md)";
     excludeNoted |= i.rfind("ipvs.excludeCIDRs: [10.96.0.10/32] accepted", 0) == 0;
   }
   CHECK(schedulerNoted);
@@ -137,6 +138,28 @@ TEST_CASE("config: the issue's ConfigMap, verbatim, decodes, validates and runs 
   CHECK(nc.clusterCidrV4->str() == "10.244.0.0/16");
   CHECK(nc.masqueradeMark == 0x4000);
   CHECK(nc.nodePortPrimary);
+  CHECK(nc.scheduler == kpn::render::Scheduler::RoundRobin);  // what the start-up line says
+}
+
+TEST_CASE("config: the start-up line names the scheduler the rules use, for every IPVS name") {
+  // Before: in ipvs mode "rr" was logged as "chosen at random" while the rules rotated, and the
+  // others as "not honoured".
+  for (const char* name : {"rr", "wrr", "sh", "mh", "lc", "random", "round-robin", "source-hash"}) {
+    CAPTURE(name);
+    ProxyConfig c = decodeOk(std::string("mode: ipvs\nipvs: {scheduler: ") + name + "}\n");
+    kpn::render::NodeConfig nc;
+    REQUIRE_FALSE(toNodeConfig(c, nc, nullptr));
+    std::string expected = std::string("ipvs.scheduler: \"") + name + "\": new connections are balanced " +
+                           kpn::render::schedulerName(nc.scheduler) + " (docs/schedulers.md)";
+    StartupNotes n = startupNotes(c);
+    CHECK(std::count(n.info.begin(), n.info.end(), expected) == 1);
+    for (const std::string& line : n.info) CHECK_MESSAGE((line.find("scheduler") == std::string::npos || line == expected), line);
+    for (const std::string& line : n.warnings) CHECK_MESSAGE(line.find("scheduler") == std::string::npos, line);
+  }
+  // Unset in ipvs mode: IPVS's default (rr) is not ours (random), and the line says so.
+  StartupNotes n = startupNotes(decodeOk("mode: ipvs\n"));
+  REQUIRE(n.info.size() == 1);
+  CHECK(n.info[0].rfind("ipvs.scheduler unset: IPVS would balance round-robin (rr); kube-proxy-nft's default is random", 0) == 0);
 }
 
 TEST_CASE("config: every field decodes from YAML") {
@@ -412,6 +435,10 @@ TEST_CASE("utf8: the boundaries of well-formed UTF-8") {
   CHECK_FALSE(decodeUtf8At("ab\xe2\x82", 2));
 }
 
+TEST_CASE("config: nodePortAddresses takes upstream 1.37's keywords, and primary beside other entries") {
+  CHECK(validate(decodeOk("nodePortAddresses: [primary, 10.0.0.0/8, localhost, all]\n")).empty());
+}
+
 TEST_CASE("config: validation names the field, the value and the rule") {
   auto errorsOf = [](const std::string& body) {
     ProxyConfig c = decodeOk(body);
@@ -430,8 +457,8 @@ TEST_CASE("config: validation names the field, the value and the rule") {
   CHECK(errorsOf("healthzBindAddress: \"[::1]:99999\"\n") == "healthzBindAddress: \"[::1]:99999\": must be IP:port ([IPv6]:port)");
   CHECK(errorsOf("metricsBindAddress: localhost:10249\n") == "metricsBindAddress: \"localhost:10249\": must be IP:port ([IPv6]:port)");
   CHECK(errorsOf("clusterCIDR: 10.0.0.0/8,10.1.0.0/16\n").rfind("clusterCIDR: \"10.0.0.0/8,10.1.0.0/16\": must be one CIDR or an IPv4,IPv6 pair", 0) == 0);
-  CHECK(errorsOf("nodePortAddresses: [primary, 10.0.0.0/8]\n") == "nodePortAddresses[0]: \"primary\": can't use both 'primary' and CIDRs");
-  CHECK(errorsOf("nodePortAddresses: [10.0.0.0/33]\n") == "nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR or 'primary'");
+  CHECK(errorsOf("nodePortAddresses: [primary, loopback]\n") == "nodePortAddresses[1]: \"loopback\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(errorsOf("nodePortAddresses: [10.0.0.0/33]\n") == "nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
   CHECK(errorsOf("detectLocalMode: BridgeInterface\n") ==
         "detectLocal.bridgeInterface: \"\": must be an interface name with detectLocalMode BridgeInterface");
   CHECK(errorsOf("detectLocalMode: PodCIDR\n") ==
@@ -573,13 +600,37 @@ TEST_CASE("flags: bad flags, unreadable and bad files are one line naming the fl
   CHECK(loadErr({{"no-such-flag", "1"}}) == "unknown flag --no-such-flag");
 }
 
-TEST_CASE("flags: --nodeport-addresses keeps today's leniency: a bad entry is skipped with a warning") {
-  Loaded l = load({{"nodeport-addresses", "not-a-cidr,10.0.0.0/8"}});
-  CHECK(l.config.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8"});
-  REQUIRE(l.warnings.size() == 1);
-  CHECK(l.warnings[0] == "--nodeport-addresses: \"not-a-cidr\" is not a CIDR; skipped");
-  l = load({{"nodeport-addresses", "primary"}});
-  CHECK(l.config.nodePortAddresses == std::vector<std::string>{"primary"});
+TEST_CASE("flags: a bad --nodeport-addresses entry is refused naming it, as the same value in --config is") {
+  // Before: "10.0.0.0/33" was skipped with a warning and the node served NodePorts on "primary".
+  CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/33"}}) ==
+        "invalid value \"10.0.0.0/33\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(loadErr({{"nodeport-addresses", "not-a-cidr,10.0.0.0/8"}}) ==
+        "invalid value \"not-a-cidr\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/8,,192.168.0.0/16"}}) ==
+        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(loadErr({{"nodeport-addresses", "10.0.0.0/8,"}}) ==
+        "invalid value \"\" for --nodeport-addresses: must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  CHECK(load({{"nodeport-addresses", "primary,localhost"}}).config.nodePortAddresses ==
+        std::vector<std::string>{"primary", "localhost"});
+  ReadFile fs = files({{"/cfg", std::string(kHeader) + "nodePortAddresses: [10.0.0.0/33]\n"}});
+  CHECK(loadErr({{"config", "/cfg"}}, fs) ==
+        "--config=/cfg: nodePortAddresses[0]: \"10.0.0.0/33\": must be a valid CIDR, 'primary', 'localhost' or 'all'");
+  // Good values, and no warning about them.
+  Loaded l = load({{"nodeport-addresses", "10.0.0.0/8,fd00::/64"}});
+  CHECK(l.config.nodePortAddresses == std::vector<std::string>{"10.0.0.0/8", "fd00::/64"});
+  CHECK(l.warnings.empty());
+  CHECK(load({{"nodeport-addresses", "primary"}}).config.nodePortAddresses == std::vector<std::string>{"primary"});
+  CHECK(load({{"nodeport-addresses", ""}}).config.nodePortAddresses.empty());
+}
+
+TEST_CASE("flags: the other list flags refuse a bad entry too") {
+  CHECK(loadErr({{"cluster-cidr", "10.244.0.0/33"}}).rfind("invalid configuration: clusterCIDR: \"10.244.0.0/33\"", 0) == 0);
+  CHECK(loadErr({{"feature-gates", "A=maybe"}}) == "invalid value \"maybe\" for --feature-gates: want true or false");
+  CHECK(loadErr({{"vmodule", "loop=x"}}) == "invalid value \"x\" for --vmodule: want a 32-bit integer");
+  CHECK(loadErr({{"vmodule", "=3"}}) == "invalid value \"=3\" for --vmodule: want PATTERN=N,...");
+  // ipvs.excludeCIDRs is checked in ipvs mode only, as upstream (nothing reads it otherwise).
+  CHECK(loadErr({{"proxy-mode", "ipvs"}, {"ipvs-exclude-cidrs", "10.0.0.0/8,nope"}}) ==
+        "invalid configuration: ipvs.excludeCIDRs[1]: \"nope\": must be a valid CIDR");
 }
 
 TEST_CASE("config: the node name is the override, else the hostname, lowercased") {
@@ -609,17 +660,13 @@ iptables: {snatNodeInternalIP: true}
 )");
   REQUIRE(validate(c).empty());
   std::vector<std::string> w = startupNotes(c).warnings;
-  const char* const fields[] = {"mode: \"ipvs\"", "ipvs.strictARP",
-                                "ipvs.tcpTimeout", "portRange: \"30000-32767\"", "featureGates.Gate1: true",
-                                "enableProfiling", "showHiddenMetricsForVersion", "bindAddress: \"10.0.0.9\"",
-                                "logging.format", "clientConnection.contentType", "clientConnection.acceptContentTypes",
-                                "winkernel.*", "iptables.snatNodeInternalIP"};
+  // (ipvs.scheduler wrr is round-robin here, logged as such: toNodeConfig warns about the weights.
+  // logging.format json is honoured.)
+  const char* const fields[] = {"mode: \"ipvs\"", "ipvs.strictARP", "ipvs.tcpTimeout", "portRange: \"30000-32767\"",
+                                "featureGates.Gate1: true", "enableProfiling", "showHiddenMetricsForVersion",
+                                "bindAddress: \"10.0.0.9\"", "clientConnection.contentType",
+                                "clientConnection.acceptContentTypes", "winkernel.*", "iptables.snatNodeInternalIP"};
   CHECK(w.size() == std::size(fields));
-  // The scheduler is honoured (docs/schedulers.md): a note, not a warning.
-  const std::vector<std::string> info = startupNotes(c).info;
-  CHECK(std::count_if(info.begin(), info.end(), [](const std::string& l) {
-          return l.rfind("ipvs.scheduler: \"wrr\" kept", 0) == 0;
-        }) == 1);
   for (const char* f : fields) {
     size_t n = 0;
     for (const std::string& line : w) n += line.rfind(f, 0) == 0;
@@ -628,4 +675,41 @@ iptables: {snatNodeInternalIP: true}
   // The defaults and mode nftables: nothing to warn about.
   CHECK(startupNotes(decodeOk("mode: nftables\n")).warnings.empty());
   CHECK(startupNotes(ProxyConfig{}).warnings.empty());
+}
+
+TEST_CASE("config: iptables mode's localhost NodePorts: one warning naming the setting that keeps them (issue 29)") {
+  auto warned = [](const StartupNotes& n) {
+    size_t k = 0;
+    for (const std::string& w : n.warnings) k += w.rfind("iptables.localhostNodePorts: true (upstream's default)", 0) == 0;
+    return k;
+  };
+  // Upstream's default (true), in iptables mode: they would be lost silently.
+  StartupNotes n = startupNotes(decodeOk("mode: iptables\n"));
+  CHECK(warned(n) == 1);
+  CHECK(n.warnings.size() == 2);  // and the mode itself
+  bool namesTheFix = false;
+  for (const std::string& w : n.warnings) namesTheFix |= w.find("nodePortAddresses, e.g. [primary, localhost]") != std::string::npos;
+  CHECK(namesTheFix);
+  // An empty mode in a --config file is upstream's iptables mode (before 1.40); on flags alone it is ours.
+  CHECK(warned(startupNotes(decodeOk("mode: \"\"\n"), true)) == 1);
+  CHECK(warned(startupNotes(ProxyConfig{}, false)) == 0);
+  // Kept with a loopback entry (noted as TCP through a listener), or not wanted: no warning.
+  n = startupNotes(decodeOk("mode: iptables\nnodePortAddresses: [primary, localhost]\n"));
+  CHECK(warned(n) == 0);
+  bool noted = false;
+  for (const std::string& i : n.info) noted |= i.find("through a listener, not through route_localnet") != std::string::npos;
+  CHECK(noted);
+  CHECK(warned(startupNotes(decodeOk("mode: iptables\niptables: {localhostNodePorts: false}\n"))) == 0);
+  CHECK(warned(startupNotes(decodeOk("mode: nftables\n"))) == 0);
+  // Upstream 1.37's gate: true needs no warning here; false turns them off, and says so.
+  n = startupNotes(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: true}\nnodePortAddresses: [localhost]\n"));
+  CHECK(n.warnings.empty());
+  n = startupNotes(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: false}\nnodePortAddresses: [localhost]\n"));
+  REQUIRE(n.warnings.size() == 1);
+  CHECK(n.warnings[0] == "featureGates.KubeProxyNFTablesLocalhostNodePorts: false: no NodePorts on loopback although nodePortAddresses has a loopback entry");
+  kpn::render::NodeConfig cfg;
+  REQUIRE_FALSE(toNodeConfig(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: false}\nnodePortAddresses: [localhost]\n"), cfg, nullptr));
+  CHECK_FALSE(cfg.localhostNodePortsV4);
+  REQUIRE_FALSE(toNodeConfig(decodeOk("nodePortAddresses: [localhost]\n"), cfg, nullptr));
+  CHECK(cfg.localhostNodePortsV4);
 }

@@ -253,22 +253,38 @@ TEST_CASE("the store reports ServiceCIDR changes only when the value changed") {
 
 // ---- flags and the NodePort addresses ----
 
-TEST_CASE("--nodeport-addresses: primary by default, CIDRs, bad ones skipped, none left means primary") {
+TEST_CASE("--nodeport-addresses: primary by default, CIDRs, upstream 1.37's keywords, primary beside them") {
   render::NodeConfig cfg;
-  CHECK(render::parseNodePortAddresses("", cfg).empty());
+  render::applyNodePortAddresses({}, cfg);
   CHECK(cfg.nodePortPrimary);
-  CHECK(render::parseNodePortAddresses("primary", cfg).empty());
+  CHECK_FALSE(cfg.localhostNodePortsV4);
+  render::applyNodePortAddresses({"primary"}, cfg);
   CHECK(cfg.nodePortPrimary);
-  CHECK(render::parseNodePortAddresses("192.168.0.0/24, 2001:db8::/64", cfg).empty());
+  CHECK(cfg.nodePortCidrs.empty());
+  render::applyNodePortAddresses({"192.168.0.0/24", "2001:db8::/64"}, cfg);
   CHECK_FALSE(cfg.nodePortPrimary);
   CHECK(cfg.nodePortCidrs.size() == 2);
-  auto w = render::parseNodePortAddresses("192.168.0.0/24,bogus", cfg);
-  REQUIRE(w.size() == 1);
-  CHECK(has(w[0], "\"bogus\" is not a CIDR; skipped"));
-  CHECK(cfg.nodePortCidrs.size() == 1);
-  w = render::parseNodePortAddresses("bogus", cfg);
-  CHECK(w.size() == 2);
+  render::applyNodePortAddresses({"primary", "localhost"}, cfg);
   CHECK(cfg.nodePortPrimary);
+  REQUIRE(cfg.nodePortCidrs.size() == 2);
+  CHECK(cfg.nodePortCidrs[0].str() == "127.0.0.0/8");
+  CHECK(cfg.nodePortCidrs[1].str() == "::1/128");
+  CHECK((cfg.localhostNodePortsV4 && cfg.localhostNodePortsV6));
+  render::applyNodePortAddresses({"all"}, cfg);
+  CHECK(cfg.nodePortCidrs.size() == 2);
+  CHECK_FALSE(cfg.nodePortPrimary);
+  CHECK_FALSE(cfg.localhostNodePortsV4);  // a /0 holds loopback by accident, not by choice
+  CHECK_FALSE(cfg.localhostNodePortsV6);
+  render::applyNodePortAddresses({"0.0.0.0/0", "127.0.0.1/32"}, cfg);
+  CHECK(cfg.localhostNodePortsV4);
+  CHECK_FALSE(cfg.localhostNodePortsV6);
+  render::applyNodePortAddresses({"::1/128"}, cfg);
+  CHECK_FALSE(cfg.localhostNodePortsV4);
+  CHECK(cfg.localhostNodePortsV6);
+  render::applyNodePortAddresses({"127.0.0.2/32"}, cfg);  // not the address the listeners bind
+  CHECK_FALSE(cfg.localhostNodePortsV4);
+  for (const char* ok : {"primary", "localhost", "all", "10.0.0.0/8", "::1/128"}) CHECK(render::isNodePortAddressEntry(ok));
+  for (const char* bad : {"", "bogus", "Localhost", "10.0.0.0/33", " primary"}) CHECK_FALSE(render::isNodePortAddressEntry(bad));
 }
 
 TEST_CASE("--detect-local-mode needs its interface flag, and rejects unknown modes") {
@@ -303,15 +319,24 @@ TEST_CASE("NodePort addresses without a Node object: the default route's interfa
 
 TEST_CASE("NodePort addresses from CIDRs: matching local addresses, never loopback; /0 matches all") {
   render::NodeConfig cfg = cfgA();
-  render::parseNodePortAddresses("192.168.0.0/24,192.168.1.0/24,127.0.0.0/8,2001:db8::/64", cfg);
+  render::applyNodePortAddresses({"192.168.0.0/24", "192.168.1.0/24", "127.0.0.0/8", "2001:db8::/64"}, cfg);
   auto env = render::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
   CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2", "192.168.0.9", "192.168.1.2"});
   CHECK(env.family[1].nodePortIPs == std::vector<std::string>{"2001:db8::1"});
   CHECK_FALSE(env.family[0].nodePortMatchAll);
-  REQUIRE(env.warnings.size() == 1);
-  CHECK(has(env.warnings[0], "loopback address 127.0.0.1"));
+  CHECK(env.warnings.empty());  // 127.0.0.1 is served, by the listeners (localhost_nodeports.h)
+  CHECK(cfg.localhostNodePortsV4);
 
-  render::parseNodePortAddresses("0.0.0.0/0", cfg);
+  // A CIDR that selects a loopback alias but not 127.0.0.1: said so, and not served.
+  net::HostAddresses host = hostA();
+  host.addresses.push_back({"lo", "127.0.0.2", net::Family::V4});
+  render::applyNodePortAddresses({"primary", "127.0.0.2/32"}, cfg);
+  env = render::deriveEnvironment(cfg, nodeA().get(), {}, host);
+  CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2"});
+  REQUIRE(env.warnings.size() == 1);
+  CHECK(has(env.warnings[0], "loopback address 127.0.0.2 but not 127.0.0.1"));
+
+  render::applyNodePortAddresses({"0.0.0.0/0"}, cfg);
   env = render::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
   CHECK(env.family[0].nodePortMatchAll);
   CHECK_FALSE(env.family[1].nodePortMatchAll);

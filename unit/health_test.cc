@@ -13,10 +13,14 @@ using health::ServiceHealthServers;
 
 namespace {
 
-std::string body(const std::string& ns, const std::string& name, int n, bool healthy) {
+std::string body(const std::string& ns, const std::string& name, int n, bool healthy, const std::string& reason = "") {
   return R"({"service":{"namespace":")" + ns + R"(","name":")" + name + R"("},"localEndpoints":)" +
-         std::to_string(n) + R"(,"serviceProxyHealthy":)" + (healthy ? "true" : "false") + "}";
+         std::to_string(n) + R"(,"serviceProxyHealthy":)" + (healthy ? "true" : "false") +
+         (healthy ? "" : R"(,"reason":"kube-proxy is unhealthy: )" + reason + "\"") + "}";
 }
+
+const health::ProxyVerdict kHealthy{true, ""};
+const health::ProxyVerdict kStale{false, "IPv4: a change has waited 61.0s for a successful sync (limit 60.0s)"};
 
 // A socket of "another program" holding ip:port.
 source::UniqueFd occupy(const std::string& ip, int port) {
@@ -41,15 +45,19 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::millis
 }  // namespace
 
 TEST_CASE("service health: the reply is upstream's JSON, 200 only with local endpoints and a healthy proxy") {
-  auto ok = health::serviceHealthResponse({"default", "web", 2}, true);
+  auto ok = health::serviceHealthResponse({"default", "web", 2}, kHealthy);
   CHECK(ok.status == 200);
   CHECK(ok.body == R"({"service":{"namespace":"default","name":"web"},"localEndpoints":2,"serviceProxyHealthy":true})");
   CHECK(ok.headers == http::Headers{{"Content-Type", "application/json"},
                                     {"X-Content-Type-Options", "nosniff"},
                                     {"X-Load-Balancing-Endpoint-Weight", "2"}});
-  CHECK(health::serviceHealthResponse({"default", "web", 0}, true).status == 503);
-  CHECK(health::serviceHealthResponse({"default", "web", 2}, false).status == 503);
-  CHECK(health::serviceHealthResponse({"default", "web", 2}, false).body == body("default", "web", 2, false));
+  auto none = health::serviceHealthResponse({"default", "web", 0}, kHealthy);
+  CHECK(none.status == 503);
+  CHECK(none.body == body("default", "web", 0, true));  // upstream's body exactly: no reason field
+  // Beyond upstream: the proxy's own reason, so whoever reads the load balancer's log sees why.
+  auto stale = health::serviceHealthResponse({"default", "web", 2}, kStale);
+  CHECK(stale.status == 503);
+  CHECK(stale.body == body("default", "web", 2, false, kStale.reason));
 }
 
 TEST_CASE("service health: each port answers any path for its own service over real HTTP, 200 or 503") {
@@ -100,11 +108,11 @@ TEST_CASE("service health: an unhealthy proxy answers 503 everywhere, and 200 ag
   ServiceHealthServers hs(loop, {"127.0.0.1"});
   int p = freePort();
   hs.update({{p, {"ns", "web", 2}}});
-  hs.setProxyHealthy(false);
+  hs.setProxyHealth(kStale);
   HttpReply r = get("127.0.0.1", p);
   CHECK(r.status == 503);
-  CHECK(r.body == body("ns", "web", 2, false));
-  hs.setProxyHealthy(true);
+  CHECK(r.body == body("ns", "web", 2, false, kStale.reason));
+  hs.setProxyHealth(kHealthy);
   CHECK(get("127.0.0.1", p).status == 200);
 }
 

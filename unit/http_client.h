@@ -122,6 +122,11 @@ class HttpConnection {
     ssize_t n = ::recv(fd_.get(), &c, 1, 0);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
   }
+  // True when the server closes the connection gracefully (EOF, not a reset) within two seconds.
+  bool endOfStream() {
+    char c;
+    return ::recv(fd_.get(), &c, 1, 0) == 0;
+  }
 
  private:
   bool fill() {

@@ -1,13 +1,6 @@
 // The --manifests folder source against a real temp folder and real inotify events.
-// glog first, and its CHECK macros dropped: doctest's CHECK is the one meant below.
-#include <glog/logging.h>
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
+// The log capture first (it includes glog and drops its CHECK macros for doctest's).
+#include "unit/log_capture.h"
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -29,6 +22,7 @@ namespace kpn::source {
 namespace {
 
 namespace fs = std::filesystem;
+using kpn::testing::LogCapture;
 using namespace std::chrono_literals;
 
 struct TempDir {
@@ -52,40 +46,6 @@ void writeFile(const std::string& path, const std::string& text) {
   f.close();
   REQUIRE(f.good());
 }
-
-// Collects WARNING+ log lines while alive (unit/main.cc silences logging otherwise).
-class LogCapture : public google::LogSink {
- public:
-  LogCapture() : oldMinLevel_(FLAGS_minloglevel) {
-    for (int sev = google::GLOG_INFO; sev < google::NUM_SEVERITIES; ++sev) google::SetLogDestination(sev, "");
-    FLAGS_minloglevel = google::GLOG_INFO;
-    google::AddLogSink(this);
-  }
-  ~LogCapture() override {
-    google::RemoveLogSink(this);
-    FLAGS_minloglevel = oldMinLevel_;
-  }
-  void send(google::LogSeverity severity, const char*, const char*, int, const google::LogMessageTime&,
-            const char* message, size_t len) override {
-    if (severity < google::GLOG_WARNING) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    lines_.emplace_back(message, len);
-  }
-  size_t count(const std::string& needle) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::count_if(lines_.begin(), lines_.end(), [&](const std::string& l) { return l.find(needle) != l.npos; });
-  }
-  bool has(const std::string& a, const std::string& b = "") {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::any_of(lines_.begin(), lines_.end(),
-                       [&](const std::string& l) { return l.find(a) != l.npos && l.find(b) != l.npos; });
-  }
-
- private:
-  int oldMinLevel_;
-  std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 bool readable(int fd, int timeoutMs) {
   pollfd p{fd, POLLIN, 0};

@@ -39,6 +39,9 @@ class ScriptedTransport : public Transport {
   }
   void credentialsRejected() override { rejected++; }
   void cancel() override {}
+  HttpResult send(const std::string&, const std::string& target, const std::string&, const std::string&) override {
+    return next(target).result;
+  }
   std::string server() const override { return "https://scripted"; }
 
  private:
@@ -273,6 +276,11 @@ class ListOnlyTransport : public Transport {
     std::lock_guard<std::mutex> lk(mu_);
     cancelled_ = true;
     cv_.notify_all();
+  }
+  HttpResult send(const std::string&, const std::string&, const std::string&, const std::string&) override {
+    HttpResult r;
+    r.status = 405;
+    return r;
   }
   std::string server() const override { return "https://list-only"; }
 

@@ -383,3 +383,36 @@ TEST_CASE("syncer: start-up declarations are made once; a repair or a restart on
   CHECK(kernel.declarations == 2);
   CHECK(kernel.tables["ip kube-proxy"].sets.count(typeofMap) == 1);
 }
+
+TEST_CASE("syncer: its listener hears each refused service with the kernel's error, its return, and a failed sync") {
+  struct Heard : sync::SyncerListener {
+    std::vector<std::string> said;
+    void serviceRefused(const std::string& s, const std::string& e) override { said.push_back("refused " + s + ": " + e); }
+    void serviceProgrammedAgain(const std::string& s) override { said.push_back("programmed " + s); }
+    void syncFailed(const std::string& e) override { said.push_back("failed: " + e); }
+  } heard;
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  sync::Syncer syncer(renderer, kernel);
+  syncer.setListener(&heard);
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  st.upsertService(service("default", "db", {"10.96.0.20"}, {port("", 5432)}));
+  st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.1.5"}}));
+  kernel.rejectServiceElements = {"default/db"};
+  REQUIRE(syncer.sync(st).ok);
+  REQUIRE(heard.said.size() == 1);
+  CHECK(heard.said[0].rfind("refused default/db: ", 0) == 0);
+  CHECK(heard.said[0].size() > std::string("refused default/db: ").size());  // the kernel's words
+  kernel.rejectServiceElements.clear();
+  st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.1.6"}}));  // changed: retried now
+  REQUIRE(syncer.sync(st).ok);
+  CHECK(heard.said.back() == "programmed default/db");
+  kernel.failAlways = true;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 81)}));
+  CHECK_FALSE(syncer.sync(st).ok);
+  CHECK(heard.said.back().rfind("failed: ", 0) == 0);
+  syncer.setListener(nullptr);  // back to none: nothing to call
+  CHECK_FALSE(syncer.sync(st).ok);
+  CHECK(heard.said.size() == 3);
+}

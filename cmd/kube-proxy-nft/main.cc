@@ -1,6 +1,5 @@
 // kube-proxy-nft: makes Service traffic work on this node with one atomic nftables ruleset.
 // Wiring only: flags/--config -> source -> store -> syncer; each piece lives in pkg/ or nft/.
-#include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <malloc.h>
 #include <poll.h>
@@ -16,8 +15,11 @@
 #include <memory>
 #include <optional>
 
+#include "cmd/kube-proxy-nft/cleanup_command.h"
+#include "cmd/kube-proxy-nft/diagnosis.h"
 #include "cmd/kube-proxy-nft/flags.h"
 #include "cmd/kube-proxy-nft/state_source.h"
+#include "cmd/kube-proxy-nft/status_command.h"
 #include "cmd/kube-proxy-nft/trace_command.h"
 #include "nft/diff.h"
 #include "nft/iptables_cleanup.h"
@@ -36,13 +38,18 @@
 #include "pkg/http/server.h"
 #include "pkg/kube/client_config.h"
 #include "pkg/kube/cpprest_transport.h"
+#include "pkg/localhost/proxy.h"
+#include "pkg/localhost/sync_follower.h"
+#include "pkg/logging/glog_setup.h"
 #include "pkg/metrics/daemon_servers.h"
 #include "pkg/metrics/least_conn_metrics.h"
+#include "pkg/metrics/localhost_nodeports.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/metrics/sync_follower.h"
 #include "pkg/net/fd_limit.h"
 #include "pkg/net/ip.h"
 #include "pkg/node/prepare.h"
+#include "pkg/render/layout.h"
 #include "pkg/render/render.h"
 #include "pkg/source/api_source.h"
 #include "pkg/source/manifest_dir.h"
@@ -50,6 +57,7 @@
 #include "pkg/sync/loop.h"
 #include "pkg/sync/programming_latency_log.h"
 #include "pkg/sync/state_sync_target.h"
+#include "pkg/sync/sync_log.h"
 #include "pkg/sync/syncer.h"
 
 namespace {
@@ -62,39 +70,22 @@ int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& s
   return 0;
 }
 
-int runCleanup() {
-  kpn::nft::NftRunner runner;
-  int rc = 0;
-  for (auto f : {kpn::nft::Family::IPv4, kpn::nft::Family::IPv6}) {
-    auto r = runner.deleteTable(f, "kube-proxy");
-    if (!r.ok) {
-      LOG(ERROR) << "cannot delete table " << kpn::nft::familyName(f) << " kube-proxy: " << r.error;
-      rc = 1;
-    }
-  }
-  if (!kpn::nft::removeIptablesLeftovers(runner).ok) rc = 1;
-  return rc;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  kpn::logging::startLogging(argv[0]);
   // The same binary is the libnftables helper process (nft/nft_helper.h).
   if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;
   if (auto rc = kpn::cmd::runTraceIfAsked(argc, argv)) return *rc;
-  gflags::SetVersionString(kpn::config::versionLine());
-  gflags::SetUsageMessage("kube-proxy-nft (--manifests=DIR | --kubeconfig=FILE | --master=URL | in a pod) [flags]: Kubernetes Services on this node, as one nftables ruleset");
-  FLAGS_logtostderr = true;
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  if (auto rc = kpn::cmd::runStatusIfAsked(argc, argv)) return *rc;
   // Big short-lived buffers (list bodies and their JSON trees, transactions) straight from mmap,
   // so they go back to the system when freed. glibc's default threshold rises to 32 MiB after
   // the first such buffer is freed, after which they land in the heap between long-lived
   // objects and keep its pages resident.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
-  const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit();
-  if (conf.options.cleanup) return runCleanup();
+  const kpn::config::Loaded conf = kpn::cmd::loadConfigOrExit({argv + 1, argv + argc});
+  if (conf.options.cleanup) return kpn::cmd::runCleanup();
   if (conf.options.initOnly) {  // upstream's --init-only: the privileged start-up steps, then exit
     kpn::nft::NftRunner runner;
     auto err = kpn::node::prepareNode(conf, runner);
@@ -155,18 +146,24 @@ int main(int argc, char** argv) {
   kpn::sync::RealClock clock;
   kpn::sync::StateSyncTarget target(clock, state, renderer, syncer, kpn::net::readHostAddresses);
   kpn::sync::SyncLoop loop(clock, source, target, {minSync, syncPeriod});
+  // `status`, `trace` and Kubernetes Events: what the daemon knows, for those who cannot read its log.
+  kpn::cmd::Diagnosis diagnosis({conf, cfg.nodeName, source, state, syncer, renderer, metrics});
+  diagnosis.observe(loop);
   if (conf.options.cleanupIptables) syncer.afterCommit(kpn::nft::iptablesLeftoverCleaner(runner));
   kpn::net::FdLimit fds = kpn::net::raiseFdLimit();
   LOG(INFO) << "open files limit " << fds.soft << " (hard " << fds.hard << ")" << (fds.error.empty() ? "" : ": " + fds.error);
   // Before the servers on it: it must outlive them.
   kpn::http::Loop httpLoop(kpn::net::httpConnectionBudget(fds.soft));
-  kpn::health::HealthCheckPorts healthPorts(httpLoop);
+  kpn::health::HealthCheckPorts healthPorts(httpLoop, diagnosis.healthCheckBindFailure());
   // Upstream's health rule: unhealthy while a change has waited for its sync longer than two
-  // sync periods (a commit failing over and over), healthy again once a sync lands.
-  kpn::health::ProxyHealth proxyHealth(clock, 2 * syncPeriod, {"IPv4", "IPv6"});
+  // sync periods (a commit failing over and over), healthy again once a sync lands; for the
+  // families the syncer programs (known from its first sync).
+  kpn::health::ProxyHealth proxyHealth(clock, 2 * syncPeriod,
+                                       [&syncer] { return kpn::health::familyNames(syncer.families()); });
   kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
   kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
   kpn::sync::ProgrammingLatencyLog latencyLog;
+  kpn::sync::SyncLog syncLog(state);
   // After each sync, stale UDP conntrack entries go, on the worker's own thread.
   kpn::conntrack::CleanupWorker conntrackWorker(kpn::conntrack::openKernelFlowTable,
                                                 [&metrics](const char* family, const kpn::conntrack::FamilyResult& r) {
@@ -184,20 +181,34 @@ int main(int argc, char** argv) {
                      : nullptr);
   loop.setChoices(&lcFollower);
   for (kpn::sync::SyncObserver* o : std::initializer_list<kpn::sync::SyncObserver*>{
-           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &conntrackFollower, &lcFollower})
+           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &syncLog, &conntrackFollower,
+           &lcFollower})
     loop.addObserver(o);
+  // NodePorts on loopback (a loopback entry in --nodeport-addresses): TCP listeners, after each sync.
+  std::unique_ptr<kpn::localhost::Proxy> localhostProxy;
+  std::unique_ptr<kpn::metrics::LocalhostNodePortMetrics> localhostMetrics;
+  std::unique_ptr<kpn::localhost::SyncFollower> localhostFollower;
+  if (cfg.localhostNodePortsV4 || cfg.localhostNodePortsV6) {
+    localhostProxy = std::make_unique<kpn::localhost::Proxy>();
+    localhostMetrics = std::make_unique<kpn::metrics::LocalhostNodePortMetrics>(metrics, kpn::render::kTableName);
+    localhostFollower = std::make_unique<kpn::localhost::SyncFollower>(
+        state, cfg, renderer, [&syncer] { return syncer.families(); }, *localhostProxy, *localhostMetrics);
+    loop.addObserver(localhostFollower.get());
+  }
   kpn::metrics::DaemonServers servers;
   if (auto err = servers.start(httpLoop,
                                {conf.config.healthzBindAddress, conf.config.metricsBindAddress,
                                 conf.config.bindAddressHardFail},
-                               proxyHealth, clock, metrics)) {
+                               proxyHealth, clock, metrics, diagnosis.serverBindFailure())) {
     LOG(ERROR) << *err;
+    diagnosis.flushEvents(std::chrono::seconds(5));  // upstream's Warning on the Node, then exit
     return 1;
   }
-  LOG(INFO) << "kube-proxy-nft on node " << cfg.nodeName << ", source: " << source.describe();
+  diagnosis.record(kpn::events::startingEvent(cfg.nodeName));  // upstream's "birth cry"
+  LOG(INFO) << "kube-proxy-nft " << kpn::config::versionLine() << " on node " << cfg.nodeName << ", source: " << source.describe();
   auto monitor = kpn::nft::TableMonitor::forTablesOf(renderer.skeleton());  // repairs outside damage
   if (monitor) runner.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
-  kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get());
+  kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get(), diagnosis.wakeFd());
   LOG(INFO) << "signal received; exiting with the ruleset in place";
   return 0;
 }

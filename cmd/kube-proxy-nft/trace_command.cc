@@ -1,6 +1,5 @@
 #include "cmd/kube-proxy-nft/trace_command.h"
 
-#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include <cstring>
@@ -10,75 +9,139 @@
 
 #include "cmd/kube-proxy-nft/flags.h"
 #include "cmd/kube-proxy-nft/state_source.h"
-#include "nft/eval_table.h"
-#include "nft/runner.h"
+#include "cmd/kube-proxy-nft/trace_session.h"
 #include "nft/trace_report.h"
 #include "pkg/config/node_config.h"
-#include "pkg/render/layout.h"
-#include "pkg/render/render.h"
-#include "pkg/trace/explain.h"
-#include "pkg/trace/node_view.h"
+#include "pkg/diag/local_socket.h"
+#include "pkg/diag/state_query.h"
+#include "pkg/trace/causes.h"
+#include "pkg/trace/frontends.h"
+#include "pkg/trace/known_state.h"
 #include "pkg/trace/request.h"
 
 namespace kpn::cmd {
 
 namespace {
 
-// Every argument that is not a trace flag must be a flag the daemon defines (its source and
-// settings); anything else is a bad argument, reported in one line (gflags would exit 1).
-std::optional<std::string> checkDaemonFlags(const std::vector<std::string>& rest) {
-  for (const std::string& a : rest) {
-    if (a.empty() || a[0] != '-') return "trace: unexpected argument \"" + a + "\"";
-    std::string name = a.substr(a.rfind("--", 0) == 0 ? 2 : 1);
-    name = name.substr(0, name.find('='));
-    for (char& c : name)
-      if (c == '-') c = '_';
-    gflags::CommandLineFlagInfo info;
-    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info) ||
-                 (name.rfind("no", 0) == 0 && gflags::GetCommandLineFlagInfo(name.c_str() + 2, &info) && info.type == "bool");
-    if (!known) return "trace: unknown flag " + a.substr(0, a.find('='));
-  }
-  return std::nullopt;
-}
-
-// The live table of this node: our own table only, listed through the scoped helper.
-std::optional<nft::eval::EvalTable> liveTable(nft::Family f, bool* exists, std::string* error) {
-  nft::NftRunner runner;
-  nft::ListedTable listed;
-  auto r = runner.list(f, render::kTableName, &listed);
-  if (!r.ok) {
-    *error = "trace: cannot list table " + std::string(nft::familyName(f)) + " " + render::kTableName + ": " + r.error;
-    return std::nullopt;
-  }
-  *exists = listed.exists;
-  return nft::eval::tableFromListing(f, render::kTableName, listed);
-}
-
-// The table the source flags' cluster state renders for this node, without touching the kernel.
-std::optional<nft::eval::EvalTable> renderedTable(const config::Loaded& conf, nft::Family f,
-                                                  const net::HostAddresses& host, int* rc) {
-  render::NodeConfig cfg;
-  cfg.nodeName = config::nodeName(conf.config, localHostname());
+// What a source flag's cluster state holds (the trace then renders it), without touching the
+// kernel. For a Service target the source is also asked, by name, for a Service it leaves out.
+std::optional<trace::KnownState> stateFromSource(const config::Loaded& conf, const trace::Request& req, int* rc) {
+  trace::KnownState k;
+  k.origin = "source";
+  k.cfg.nodeName = config::nodeName(conf.config, localHostname());
   std::vector<std::string> warnings;
-  if (auto err = config::toNodeConfig(conf.config, cfg, &warnings)) {
+  if (auto err = config::toNodeConfig(conf.config, k.cfg, &warnings)) {
     std::cerr << "trace: " << *err << "\n";
     *rc = 2;
     return std::nullopt;
   }
-  state::ClusterState state;
-  auto source = makeSource(conf, cfg.nodeName, state, nullptr);
+  auto source = makeSource(conf, k.cfg.nodeName, k.state, nullptr);
   source->start();
   if (!waitSynced(*source, -1, std::chrono::seconds(60))) {
     std::cerr << "trace: " << source->describe() << " did not list everything within 60 s\n";
     *rc = 1;
     return std::nullopt;
   }
-  render::Renderer renderer(cfg);
-  renderer.setHostAddresses(host);
-  nft::Ruleset rs = renderer.render(state, nullptr);
-  for (const auto& t : rs.tables)
-    if (t.family == f) return nft::eval::tableFromModel(t);
-  return nft::eval::EvalTable{f, render::kTableName, {}, {}};
+  k.servicesKnown = k.state.services.size();
+  if (req.service && !k.service(req.service->ns + "/" + req.service->name)) {
+    auto ex = source->lookupExcluded(req.service->ns, req.service->name);
+    k.excluded = std::move(ex.service);
+  }
+  return k;
+}
+
+// The running daemon's state, over its status socket: what it knows of the target.
+std::optional<trace::KnownState> stateFromDaemon(const std::string& socketName, const trace::Request& req,
+                                                 nft::eval::StateInfo* info) {
+  *info = {"none", false, 0, ""};
+  if (socketName.empty()) {
+    info->note = "--status-socket is empty: no daemon asked, the table alone explains the verdict";
+    return std::nullopt;
+  }
+  diag::StateQuery q;
+  if (req.service) {
+    q.kind = diag::StateQuery::Kind::Service;
+    q.ns = req.service->ns;
+    q.name = req.service->name;
+  } else {
+    q.kind = diag::StateQuery::Kind::Address;
+    q.ip = req.dst;
+    q.port = req.dport;
+    q.protocol = req.proto;
+  }
+  std::string error;
+  std::optional<diag::StateAnswer> answer;
+  if (auto text = diag::askLocalSocket(socketName, diag::queryLine(q), 15000, &error))
+    answer = diag::parseStateAnswer(*text, &error);
+  std::optional<trace::KnownState> k;
+  if (answer) k = trace::knownFromDaemon(std::move(*answer), &error);
+  if (!k) {
+    info->note = "the daemon did not answer (" + error + "): the table alone explains the verdict";
+    return std::nullopt;
+  }
+  info->origin = "daemon";
+  info->synced = k->daemon->source.synced && k->daemon->lastSuccess.has_value();
+  info->servicesKnown = k->servicesKnown;
+  return k;
+}
+
+int traceAddress(TraceSession& session, const trace::Request& req) {
+  trace::ServiceFrontend target{"", req.dst, req.dport, req.proto, ""};
+  std::string why, error;
+  auto packet = session.packetToward(req, target, &why);
+  if (!packet) {
+    std::cerr << "trace: " << why << "\n";
+    return 2;
+  }
+  auto report = session.trace(req, *packet, std::nullopt, nullptr, false, &error);
+  if (!report) {
+    std::cerr << error << "\n";
+    return 1;
+  }
+  std::cout << (req.output == trace::Output::Json ? nft::eval::reportJson(*report) : nft::eval::reportText(*report));
+  return report->verdict == "unsupported" ? 1 : 0;
+}
+
+// Every address of a Service (or what its DNS name resolves to), one report each.
+int traceService(TraceSession& session, const trace::Request& req) {
+  const trace::ServiceTarget& t = *req.service;
+  const std::string key = t.ns + "/" + t.name;
+  const trace::KnownState* known = session.known();
+  nft::eval::ServiceReport out;
+  out.service = key;
+  out.port = t.port;
+  out.state = session.info();
+  const api::Service* svc = known ? known->service(key) : nullptr;
+  bool excluded = false;
+  if (!svc && known && known->excluded) {
+    svc = &*known->excluded;
+    excluded = true;
+  }
+  std::vector<trace::ServiceFrontend> fronts;
+  if (svc) {
+    std::vector<std::string> nodePorts = session.nodePortAddresses(nft::Family::IPv4);
+    for (auto& a : session.nodePortAddresses(nft::Family::IPv6)) nodePorts.push_back(a);
+    fronts = trace::serviceFrontends(*svc, known->slicesOf(key), t, req.proto, nodePorts);
+  }
+  bool unsupported = false;
+  for (const auto& f : fronts) {
+    std::string why, error;
+    auto packet = session.packetToward(req, f, &why);
+    if (!packet) {
+      out.skipped.push_back(f.kind + " " + f.address + ":" + std::to_string(f.port) + ": " + why);
+      continue;
+    }
+    auto report = session.trace(req, *packet, f, svc, excluded, &error);
+    if (!report) {
+      std::cerr << error << "\n";
+      return 1;
+    }
+    unsupported = unsupported || report->verdict == "unsupported";
+    out.frontends.push_back(std::move(*report));
+  }
+  if (out.frontends.empty()) out.cause = trace::nothingToTrace(t, known, svc, excluded);
+  std::cout << (req.output == trace::Output::Json ? nft::eval::serviceReportJson(out) : nft::eval::serviceReportText(out));
+  return unsupported ? 1 : 0;
 }
 
 }  // namespace
@@ -86,7 +149,11 @@ std::optional<nft::eval::EvalTable> renderedTable(const config::Loaded& conf, nf
 constexpr const char* kUsage =
     "kube-proxy-nft trace --from=pod|node|external --src=IP[:PORT] --dst=IP:PORT --proto=tcp|udp|sctp "
     "[--iif=NAME] [--output=text|json] [--manifests=DIR | --kubeconfig=FILE | --master=URL, and the daemon's "
-    "flags]: one new connection's path through this node's live table, or through the ruleset the source renders "
+    "flags]: one new connection's path through this node's live table, or through the ruleset the source renders\n"
+    "kube-proxy-nft trace --service=NAMESPACE/NAME[:PORT] | --dst=NAME.NAMESPACE[.svc[.cluster.local]]:PORT "
+    "[--from=node|pod|external] [--src=IP[,IP]] [--proto=...] [...]: every address of a Service (or what its DNS "
+    "name resolves to)\n"
+    "The running daemon (--status-socket) or the source flag says why: the real cause of each verdict "
     "(docs/trace.md)\n";
 
 std::optional<int> runTraceIfAsked(int argc, char** argv) {
@@ -102,49 +169,30 @@ std::optional<int> runTraceIfAsked(int argc, char** argv) {
     std::cerr << error << "\n";
     return 2;
   }
-  if (auto bad = checkDaemonFlags(parsed->rest)) {
-    std::cerr << *bad << "\n";
+  // Every argument that is not a trace flag must be one of the daemon's (its source and settings).
+  config::GivenFlags daemonFlags;
+  if (auto bad = config::parseArgs(parsed->rest, daemonFlags)) {
+    std::cerr << "trace: " << *bad << "\n";
     return 2;
   }
-  std::vector<char*> gargv = {argv[0]};
-  for (auto& a : parsed->rest) gargv.push_back(a.data());
-  int gargc = static_cast<int>(gargv.size());
-  char** gp = gargv.data();
-  FLAGS_logtostderr = true;
   FLAGS_minloglevel = 1;  // warnings and errors only: the trace is the output
-  gflags::ParseCommandLineFlags(&gargc, &gp, true);
-  google::InitGoogleLogging(argv[0]);
-  const config::Loaded conf = loadConfigOrExit();
+  const config::Loaded conf = loadConfigOrExit(parsed->rest);
   const trace::Request& req = parsed->request;
-
-  const net::HostAddresses host = net::readHostAddresses();
-  const auto routes = trace::readRoutes();
-  std::string iif = req.iif;
-  if (iif.empty() && req.from != trace::From::Node) iif = trace::routeInterface(routes, req.src);
-  nft::eval::Packet packet = trace::packetOf(req, iif);
-  if (packet.entry == nft::eval::Entry::Prerouting && packet.iifname.empty())
-    packet.iifname = host.defaultRouteInterface[packet.family == nft::Family::IPv4 ? 0 : 1];
 
   bool rendered = !conf.options.manifests.empty() || !conf.config.clientConnection.kubeconfig.empty() ||
                   !conf.options.master.empty();
-  bool exists = true;
-  int rc = 1;
-  std::optional<nft::eval::EvalTable> table =
-      rendered ? renderedTable(conf, packet.family, host, &rc) : liveTable(packet.family, &exists, &error);
-  if (!table) {
-    if (!error.empty()) std::cerr << error << "\n";
-    return rc;
+  std::optional<trace::KnownState> known;
+  nft::eval::StateInfo info;
+  if (rendered) {
+    int rc = 1;
+    known = stateFromSource(conf, req, &rc);
+    if (!known) return rc;
+    info = {"source", true, known->servicesKnown, ""};
+  } else {
+    known = stateFromDaemon(conf.options.statusSocket, req, &info);
   }
-  auto env = trace::environmentFor(host, routes, packet, trace::sourceAddressToward);
-  nft::eval::Trace t = nft::eval::evaluate(std::vector<nft::eval::EvalTable>{*table}, packet, env);
-  trace::refineMasquerade(t, trace::sourceAddressToward);
-  nft::eval::Report report = nft::eval::makeReport(std::move(t), /*kernelEntries=*/!rendered);
-  trace::explainForOurLayout(report);
-  if (!exists)
-    report.reason = "no table " + std::string(nft::familyName(packet.family)) + " " + render::kTableName +
-                    " on this node; " + report.reason;
-  std::cout << (req.output == trace::Output::Json ? nft::eval::reportJson(report) : nft::eval::reportText(report));
-  return report.verdict == "unsupported" ? 1 : 0;
+  TraceSession session(rendered, std::move(known), std::move(info));
+  return req.service ? traceService(session, req) : traceAddress(session, req);
 }
 
 }  // namespace kpn::cmd

@@ -294,6 +294,7 @@ Service decodeService(const JV& obj, std::string* named, std::vector<std::string
   svc.type = stringField(spec, "type", sp, "ClusterIP");
   if (svc.type != "ClusterIP" && svc.type != "NodePort" && svc.type != "LoadBalancer" && svc.type != "ExternalName")
     fail(sp / "type", quoted(svc.type) + " is not ClusterIP, NodePort, LoadBalancer or ExternalName");
+  if (svc.type == "ExternalName") svc.externalName = stringField(spec, "externalName", sp);
   decodeClusterIPs(spec, sp, svc);
 
   if (const JV* ports = field(spec, "ports")) {

@@ -39,7 +39,7 @@ bool operator==(const Endpoint& a, const Endpoint& b) {
 }
 
 bool operator==(const Service& a, const Service& b) {
-  return a.meta == b.meta && a.type == b.type && a.clusterIPs == b.clusterIPs &&
+  return a.meta == b.meta && a.type == b.type && a.externalName == b.externalName && a.clusterIPs == b.clusterIPs &&
          a.headless == b.headless && a.ports == b.ports && a.externalIPs == b.externalIPs &&
          a.loadBalancerSourceRanges == b.loadBalancerSourceRanges && a.sourceRangeUnreadable == b.sourceRangeUnreadable &&
          a.loadBalancerIngress == b.loadBalancerIngress &&

@@ -42,6 +42,7 @@ struct LoadBalancerIngress {
 struct Service {
   ObjectMeta meta;
   std::string type = "ClusterIP";        // ClusterIP | NodePort | LoadBalancer | ExternalName
+  std::string externalName;              // ExternalName: the DNS name it aliases (not proxied)
   std::vector<std::string> clusterIPs;   // canonical text; "None" is kept out (headless below)
   bool headless = false;                 // clusterIP: None
   std::vector<ServicePort> ports;

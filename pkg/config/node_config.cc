@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "pkg/config/warnings.h"
+
 namespace kpn::config {
 
 std::string nodeName(const ProxyConfig& c, const std::string& hostname) {
@@ -20,10 +22,11 @@ std::optional<std::string> toNodeConfig(const ProxyConfig& c, render::NodeConfig
   out.clusterCidrV4.reset();
   out.clusterCidrV6.reset();
   if (auto err = render::parseClusterCidrs(c.clusterCIDR, out)) return "clusterCIDR: " + *err;
-  std::string joined;
-  for (const std::string& a : c.nodePortAddresses) joined += (joined.empty() ? "" : ",") + a;
-  for (const std::string& w : render::parseNodePortAddresses(joined, out))
-    if (warnings) warnings->push_back(w);
+  for (const std::string& a : c.nodePortAddresses)
+    if (!render::isNodePortAddressEntry(a)) return "nodePortAddresses: \"" + a + "\": " + render::kNodePortAddressEntryRule;
+  render::applyNodePortAddresses(c.nodePortAddresses, out);
+  auto gate = c.featureGates.find(kLocalhostNodePortsGate);  // upstream's gate, set false: off
+  if (gate != c.featureGates.end() && !gate->second) out.localhostNodePortsV4 = out.localhostNodePortsV6 = false;
   const render::SchedulerChoice sched = render::parseScheduler(c.ipvs.scheduler);
   out.scheduler = sched.scheduler;
   if (warnings && !sched.known)

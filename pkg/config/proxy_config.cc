@@ -56,6 +56,13 @@ bool operator==(const Conntrack& a, const Conntrack& b) {
                                                   b.udpStreamTimeout);
 }
 
+bool operator==(const KlogFlags& a, const KlogFlags& b) {
+  return std::tie(a.logToStderr, a.alsoLogToStderr, a.stderrThreshold, a.logFile, a.logDir, a.logFileMaxSizeMB,
+                  a.oneOutput, a.skipHeaders, a.skipLogHeaders, a.addDirHeader, a.logBacktraceAt) ==
+         std::tie(b.logToStderr, b.alsoLogToStderr, b.stderrThreshold, b.logFile, b.logDir, b.logFileMaxSizeMB,
+                  b.oneOutput, b.skipHeaders, b.skipLogHeaders, b.addDirHeader, b.logBacktraceAt);
+}
+
 bool operator==(const ProxyConfig& a, const ProxyConfig& b) {
   return std::tie(a.featureGates, a.clientConnection, a.logging, a.hostnameOverride, a.bindAddress,
                   a.healthzBindAddress, a.metricsBindAddress, a.bindAddressHardFail, a.enableProfiling,

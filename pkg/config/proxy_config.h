@@ -117,6 +117,20 @@ struct ProxyConfig {
 
 };
 
+// klog's own logging flags (--logtostderr, --log-file, --skip-headers, ...). Upstream removed
+// them in 1.26 (KEP-2845) but older manifests still pass them: accepted with klog's meaning, for
+// the text format only (pkg/logging/output.h).
+struct KlogFlags {
+  bool logToStderr = true;
+  bool alsoLogToStderr = false;
+  int32_t stderrThreshold = 2;  // ERROR: with --logtostderr=false, what is copied to stderr
+  std::string logFile;          // one file, appended to (klog truncates it at logFileMaxSizeMB)
+  std::string logDir;           // glog/klog's per-severity files, named program.host.user.log.SEVERITY...
+  uint32_t logFileMaxSizeMB = 1800;
+  bool oneOutput = false, skipHeaders = false, skipLogHeaders = false, addDirHeader = false;
+  std::string logBacktraceAt;  // FILE:LINE
+};
+
 // Settings the daemon takes only from flags (they have no KubeProxyConfiguration field), so they
 // apply with or without --config.
 struct DaemonOptions {
@@ -131,7 +145,11 @@ struct DaemonOptions {
   bool cleanupIptables = true;  // --cleanup-iptables: remove upstream's iptables-mode leftovers
   bool initOnly = false;  // --init-only: probe, OOM score, conntrack sysctls, then exit
   bool endpointConnectionMetrics = false;  // --endpoint-connection-metrics: per-endpoint gauges (least connection)
+  // --status-socket: where the daemon answers `status` and `trace` (pkg/diag/local_socket.h):
+  // @NAME (abstract) or a path; empty: none.
+  std::string statusSocket = "@kube-proxy-nft/status";
   std::vector<std::string> probeFakeRequirements;  // test only: requirements no kernel meets
+  KlogFlags klog;
 };
 
 // Field-by-field equality (C++17 has no defaulted comparisons): the --write-config-to round trip
@@ -149,6 +167,7 @@ KPN_CONFIG_EQ(IPVS)
 KPN_CONFIG_EQ(Winkernel)
 KPN_CONFIG_EQ(DetectLocal)
 KPN_CONFIG_EQ(Conntrack)
+KPN_CONFIG_EQ(KlogFlags)
 KPN_CONFIG_EQ(ProxyConfig)
 #undef KPN_CONFIG_EQ
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "pkg/config/flag_values.h"
 #include "pkg/net/ip.h"
 #include "pkg/render/node_config.h"
 #include "pkg/sync/duration.h"
@@ -61,6 +62,26 @@ bool oneOf(const std::string& v, const char* const (&list)[N]) {
   return false;
 }
 
+// component-base's logsapi.Validate, for the formats there are here.
+void validateLogging(const Logging& l, Errors& e) {
+  if (l.format != "text" && l.format != "json") e.add("logging.format", quoted(l.format), "must be text or json");
+  if (l.verbosity < 0) e.add("logging.verbosity", std::to_string(l.verbosity), "must be greater than or equal to 0");
+  if (l.flushFrequency <= Duration(0))
+    e.add("logging.flushFrequency", quoted(sync::formatGoDuration(l.flushFrequency)), "must be greater than 0");
+  if (!l.vmodule.empty() && l.format != "text") e.add("logging.vmodule", quoted(l.format), "only for the text format");
+  for (size_t i = 0; i < l.vmodule.size(); ++i) {
+    const VModule& m = l.vmodule[i];
+    std::string path = "logging.vmodule[" + std::to_string(i) + "]";
+    if (m.filePattern.empty() || m.filePattern.find_first_of("=,") != std::string::npos)
+      e.add(path, quoted(m.filePattern), "file pattern must not be empty nor contain an equal sign or comma");
+    if (m.verbosity < 0) e.add(path, std::to_string(m.verbosity), "verbosity must be greater than or equal to 0");
+  }
+  for (const auto& [name, o] : {std::pair<const char*, const LogFormatOptions&>{"text", l.text}, {"json", l.json}})
+    if (!isQuantity(o.infoBufferSize))
+      e.add(std::string("logging.options.") + name + ".infoBufferSize", quoted(o.infoBufferSize),
+            "must be a quantity (0, 512, 64Ki, 1M)");
+}
+
 }  // namespace
 
 bool validHostPort(const std::string& s) {
@@ -115,11 +136,7 @@ std::vector<std::string> validate(const ProxyConfig& c) {
   for (size_t i = 0; i < c.nodePortAddresses.size(); ++i) {
     const std::string& a = c.nodePortAddresses[i];
     std::string path = "nodePortAddresses[" + std::to_string(i) + "]";
-    if (a == "primary") {
-      if (c.nodePortAddresses.size() != 1) e.add(path, quoted(a), "can't use both 'primary' and CIDRs");
-    } else if (!net::parseCidr(a)) {
-      e.add(path, quoted(a), "must be a valid CIDR or 'primary'");
-    }
+    if (!render::isNodePortAddressEntry(a)) e.add(path, quoted(a), render::kNodePortAddressEntryRule);
   }
   if (auto err = render::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
                                           c.detectLocal.interfaceNamePrefix, scratch)) {
@@ -131,9 +148,7 @@ std::vector<std::string> validate(const ProxyConfig& c) {
       e.add("detectLocalMode", quoted(c.detectLocalMode), "must be ClusterCIDR, NodeCIDR, BridgeInterface or InterfaceNamePrefix");
   }
   if (!validPortRange(c.portRange)) e.add("portRange", quoted(c.portRange), "must be a valid port range (e.g. 300-2000)");
-  if (c.logging.format != "text" && c.logging.format != "json")
-    e.add("logging.format", quoted(c.logging.format), "must be text or json");
-  if (c.logging.verbosity < 0) e.add("logging.verbosity", std::to_string(c.logging.verbosity), "must be greater than or equal to 0");
+  validateLogging(c.logging, e);
   return e.list;
 }
 

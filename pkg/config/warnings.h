@@ -14,6 +14,11 @@ struct StartupNotes {
   std::vector<std::string> info;      // accepted and applied differently, for the record
 };
 
-StartupNotes startupNotes(const ProxyConfig& c);
+// fromConfigFile: c came from --config (an empty mode there is upstream's iptables mode, before 1.40).
+StartupNotes startupNotes(const ProxyConfig& c, bool fromConfigFile = false);
+
+// Upstream 1.37's gate of localhost NodePorts (alpha, off by default there). Here a loopback entry
+// in nodePortAddresses alone turns them on; the gate set to false turns them off, as upstream.
+inline const char* kLocalhostNodePortsGate = "KubeProxyNFTablesLocalhostNodePorts";
 
 }  // namespace kpn::config

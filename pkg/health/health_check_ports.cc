@@ -27,16 +27,16 @@ void HealthCheckPorts::update(const state::ClusterState& st, const render::NodeC
         return s;
       }());
     servers_.reset();  // closes the old listeners before binding the same ports elsewhere
-    servers_ = std::make_unique<ServiceHealthServers>(loop_, addresses);
-    servers_->setProxyHealthy(healthy_);
+    servers_ = std::make_unique<ServiceHealthServers>(loop_, addresses, std::chrono::seconds(5), onBindFailure_);
+    servers_->setProxyHealth(proxy_);
     addresses_ = std::move(addresses);
   }
   servers_->update(index_.ports());
 }
 
-void HealthCheckPorts::setProxyHealthy(bool healthy) {
-  healthy_ = healthy;
-  if (servers_) servers_->setProxyHealthy(healthy);
+void HealthCheckPorts::setProxyHealth(ProxyVerdict v) {
+  if (servers_) servers_->setProxyHealth(v);
+  proxy_ = std::move(v);
 }
 
 }  // namespace kpn::health

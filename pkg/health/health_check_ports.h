@@ -23,20 +23,22 @@ std::vector<std::string> healthCheckBindAddresses(const render::Environment& env
 
 class HealthCheckPorts {
  public:
-  explicit HealthCheckPorts(http::Loop& loop) : loop_(loop) {}
+  explicit HealthCheckPorts(http::Loop& loop, BindFailureHook onBindFailure = nullptr)
+      : loop_(loop), onBindFailure_(std::move(onBindFailure)) {}
 
   // After a successful sync: `changed` are the service keys it synced (Syncer::lastChanges(),
   // nullptr: look at every service). Touches the servers only when ports, services, counts or
   // addresses changed.
   void update(const state::ClusterState& st, const render::NodeConfig& cfg, const std::set<std::string>* changed,
               const render::Environment& env);
-  void setProxyHealthy(bool healthy);
+  void setProxyHealth(ProxyVerdict v);
 
  private:
   http::Loop& loop_;
+  BindFailureHook onBindFailure_;
   render::HealthCheckIndex index_;
   std::vector<std::string> addresses_;
-  bool healthy_ = true;
+  ProxyVerdict proxy_;
   std::unique_ptr<ServiceHealthServers> servers_;  // null until a service needs a port
 };
 

@@ -15,22 +15,45 @@ bool nodeEligible(const api::Node* node) {
   return std::find(node->taintKeys.begin(), node->taintKeys.end(), kToBeDeletedTaint) == node->taintKeys.end();
 }
 
+std::vector<std::string> familyNames(const std::set<nft::Family>& families) {
+  std::vector<std::string> out;
+  for (nft::Family f : families) out.push_back(f == nft::Family::IPv4 ? "IPv4" : "IPv6");
+  return out;
+}
+
+ProxyHealth::ProxyHealth(const sync::Clock& clock, std::chrono::nanoseconds healthTimeout, FamiliesFn families)
+    : clock_(clock), timeout_(healthTimeout), familiesFn_(std::move(families)), started_(clock.wallNow()) {}
+
 ProxyHealth::ProxyHealth(const sync::Clock& clock, std::chrono::nanoseconds healthTimeout,
                          std::vector<std::string> families)
-    : clock_(clock), timeout_(healthTimeout), families_(std::move(families)) {}
+    : ProxyHealth(clock, healthTimeout, [f = std::move(families)] { return f; }) {}
 
-void ProxyHealth::queued(sync::WallTime t) {
+void ProxyHealth::queued(sync::WallTime) {
+  sync::SteadyTime now = clock_.now();
   std::lock_guard<std::mutex> g(mu_);
-  for (const auto& f : families_) oldestQueued_.emplace(f, t);  // keeps the oldest
+  if (!syncAttempted_) return;  // the first sync takes it, as upstream's first syncProxyRules
+  for (auto& [name, f] : families_)
+    if (!f.oldestQueued) f.oldestQueued = now;
 }
 
 void ProxyHealth::synced(const sync::SyncReport& r) {
-  if (!r.stats.ok) return;
+  std::vector<std::string> served = familiesFn_();  // reads the Syncer: on its thread, not under mu_
   std::lock_guard<std::mutex> g(mu_);
+  syncAttempted_ = true;
+  std::map<std::string, Family> next;
+  for (const auto& name : served) {
+    auto it = families_.find(name);
+    // A family first seen counts as updated at the start, so that a change can be late for it
+    // even if no sync ever succeeds.
+    next[name] = it != families_.end() ? it->second : Family{started_, false, std::nullopt};
+  }
+  families_.swap(next);
+  if (!r.stats.ok) return;
   // One transaction commits every family's table: they are updated together.
-  for (const auto& f : families_) {
-    oldestQueued_.erase(f);
-    lastUpdated_[f] = r.finished;
+  for (auto& [name, f] : families_) {
+    f.oldestQueued.reset();
+    f.lastUpdated = r.finished;
+    f.everSynced = true;
   }
 }
 
@@ -44,22 +67,41 @@ bool ProxyHealth::nodeEligible() const {
   return nodeEligible_;
 }
 
+namespace {
+
+std::string seconds(std::chrono::nanoseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+}  // namespace
+
 ProxyHealthStatus ProxyHealth::status() const {
+  sync::SteadyTime now = clock_.now();
   std::lock_guard<std::mutex> g(mu_);
   ProxyHealthStatus s;
   s.currentTime = clock_.wallNow();
-  // As upstream: only families that have synced once count; before that the proxy is starting
-  // up, and healthy.
-  for (const auto& [family, last] : lastUpdated_) {
-    s.lastUpdated = std::max(s.lastUpdated, last);
-    FamilyHealth fh{last, true};
-    auto q = oldestQueued_.find(family);
-    if (q != oldestQueued_.end() && s.currentTime - q->second >= timeout_) {
+  std::string late;  // the unhealthy families, for the reason
+  std::chrono::nanoseconds waited{0};
+  bool everSynced = false;
+  for (const auto& [name, f] : families_) {
+    s.lastUpdated = std::max(s.lastUpdated, f.lastUpdated);
+    FamilyHealth fh{f.lastUpdated, true};
+    if (f.oldestQueued && now - *f.oldestQueued >= timeout_) {
       fh.healthy = false;
       s.healthy = false;
+      late += (late.empty() ? "" : ", ") + name;
+      waited = std::max(waited, std::chrono::nanoseconds(now - *f.oldestQueued));
+      everSynced |= f.everSynced;
     }
-    s.status[family] = fh;
+    s.status[name] = fh;
   }
+  if (!s.healthy)
+    s.reason = late + ": a change has waited " + seconds(waited) + " for a successful sync (limit " +
+               seconds(timeout_) + "); " +
+               (everSynced ? "the last one was at " + goTimeJson(s.lastUpdated)
+                           : "none since the start at " + goTimeJson(started_));
   return s;
 }
 

@@ -6,7 +6,7 @@
 
 namespace kpn::health {
 
-http::Response serviceHealthResponse(const ServiceHealthInfo& svc, bool proxyHealthy) {
+http::Response serviceHealthResponse(const ServiceHealthInfo& svc, const ProxyVerdict& proxy) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
@@ -20,11 +20,16 @@ http::Response serviceHealthResponse(const ServiceHealthInfo& svc, bool proxyHea
   w.Key("localEndpoints");
   w.Int(svc.localEndpoints);
   w.Key("serviceProxyHealthy");
-  w.Bool(proxyHealthy);
+  w.Bool(proxy.healthy);
+  if (!proxy.healthy) {
+    w.Key("reason");
+    std::string why = "kube-proxy is unhealthy: " + proxy.reason;
+    w.String(why.c_str(), static_cast<rapidjson::SizeType>(why.size()));
+  }
   w.EndObject();
 
   http::Response r;
-  r.status = svc.localEndpoints > 0 && proxyHealthy ? 200 : 503;
+  r.status = svc.localEndpoints > 0 && proxy.healthy ? 200 : 503;
   r.headers = {{"Content-Type", "application/json"},
                {"X-Content-Type-Options", "nosniff"},
                // Newer upstream sends it: load balancers that weigh nodes (GCE) read it.
@@ -34,8 +39,9 @@ http::Response serviceHealthResponse(const ServiceHealthInfo& svc, bool proxyHea
 }
 
 ServiceHealthServers::ServiceHealthServers(http::Loop& loop, std::vector<std::string> bindAddresses,
-                                           std::chrono::milliseconds retryInterval)
-    : loop_(loop), addresses_(std::move(bindAddresses)), retryInterval_(retryInterval) {
+                                           std::chrono::milliseconds retryInterval, BindFailureHook onBindFailure)
+    : loop_(loop), addresses_(std::move(bindAddresses)), retryInterval_(retryInterval),
+      onBindFailure_(std::move(onBindFailure)) {
   if (addresses_.empty()) addresses_.push_back("");
   retry_ = std::make_unique<http::Ticker>(loop_, retryInterval, [this] {
     for (auto& [port, p] : ports_)
@@ -90,10 +96,11 @@ void ServiceHealthServers::bindMissing(int port, Port& p) {
     if (p.servers[i]) continue;
     allBound = false;
     // Loud once, then quiet: a port held by another program would otherwise log every retry.
-    if (p.failures == 0 || error != p.lastError)
+    if (p.failures == 0 || error != p.lastError) {
       LOG(WARNING) << "health check of " << p.info.ns << "/" << p.info.name << ": " << error
                    << "; retrying every " << retryInterval_.count() << " ms";
-    else
+      if (onBindFailure_) onBindFailure_(p.info.ns, p.info.name, port, error);
+    } else
       VLOG(2) << "health check of " << p.info.ns << "/" << p.info.name << ": still " << error;
     p.lastError = error;
   }
@@ -112,7 +119,12 @@ http::Response ServiceHealthServers::handle(int port) const {
   auto it = ports_.find(port);
   // Unreachable: a port leaves ports_ together with its servers, on this thread.
   if (it == ports_.end()) return http::Response{503, {}, ""};
-  return serviceHealthResponse(it->second.info, proxyHealthy_.load());
+  ProxyVerdict proxy;
+  {
+    std::lock_guard<std::mutex> g(proxyMu_);
+    proxy = proxy_;
+  }
+  return serviceHealthResponse(it->second.info, proxy);
 }
 
 std::vector<int> ServiceHealthServers::listeningPorts() const {

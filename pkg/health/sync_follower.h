@@ -22,7 +22,8 @@ class SyncFollower : public sync::SyncObserver {
     if (r.stats.ok) ports_.update(state_, cfg_, r.changed, renderer_.environment());
   }
   void tick(sync::SteadyTime) override {
-    ports_.setProxyHealthy(proxy_.status().healthy);
+    ProxyHealthStatus s = proxy_.status();
+    ports_.setProxyHealth({s.healthy, std::move(s.reason)});
     proxy_.setNodeEligible(nodeEligible(state_.node.get()));
   }
 

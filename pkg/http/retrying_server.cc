@@ -19,6 +19,7 @@ std::unique_ptr<RetryingServer> RetryingServer::start(Loop& loop, std::string wh
     *error = s->what_ + " server: " + why + " (bindAddressHardFail: exiting)";
     return nullptr;
   }
+  *error = s->what_ + " server: " + why;
   LOG(ERROR) << s->what_ << " server: " << why << "; retrying every "
              << std::chrono::duration_cast<std::chrono::seconds>(retry).count() << " s";
   RetryingServer* self = s.get();

@@ -14,6 +14,7 @@ namespace kpn::http {
 class RetryingServer {
  public:
   // what: "metrics", "healthz" (for the log line). nullptr only with hardFail and a failed bind.
+  // A failed first bind sets *error either way (without hardFail the server retries).
   static std::unique_ptr<RetryingServer> start(Loop& loop, std::string what, std::string address, int port,
                                                Handler handler, bool hardFail, std::string* error,
                                                std::chrono::milliseconds retry = std::chrono::seconds(5));

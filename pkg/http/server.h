@@ -1,6 +1,12 @@
-// A small HTTP/1.1 server for the daemon's own endpoints (health-check node ports; later /healthz
-// and /metrics). Every server runs on one shared Loop thread. Boost.Beast stays inside server.cc,
-// so this header is cheap to include (Beast costs seconds per translation unit).
+// A small HTTP/1.1 server for the daemon's own endpoints (health-check node ports, /healthz and
+// /livez, /metrics). Every server runs on one shared Loop thread. Boost.Beast stays inside
+// server.cc, so this header is cheap to include (Beast costs seconds per translation unit).
+//
+// These ports face whatever can reach the node (any pod can reach 0.0.0.0:10256), so they are
+// built to be held open by hostile clients without refusing anyone else: connections are
+// admitted per source (pkg/http/admission.h: per-source caps, idle ones evicted first near the
+// budget, this host always served), a request is its header only (GET endpoints: a request that
+// announces a body gets 413), and a connection waiting for a request holds no buffer.
 //
 // Why not cpprestsdk's http_listener: it cannot bind an IPv6 literal or report an ephemeral port
 // (../shared/reference/cpprestsdk-and-stack.md §4).
@@ -22,7 +28,7 @@ struct Request {
   std::string method;  // as sent: "GET", "HEAD", ...
   std::string target;  // path and query, as sent
   Headers headers;
-  std::string body;
+  std::string body;  // always empty: no request body is read (one announced gets 413)
 };
 
 struct Response {
@@ -36,24 +42,31 @@ struct Response {
 using Handler = std::function<Response(const Request&)>;
 
 struct Limits {
-  size_t maxHeaderBytes = 8 * 1024;  // request line and headers; more -> 431, then close
-  size_t maxBodyBytes = 64 * 1024;   // more -> 413, then close
+  // Request line and headers; more -> 431, then close. Small: load balancers, the kubelet and
+  // Prometheus send a few hundred bytes (a bearer token fits), and a connection that trickles its
+  // header holds at most this much of the daemon's memory.
+  size_t maxHeaderBytes = 4 * 1024;
   // Time to receive one whole request, the keep-alive wait for its first byte included: a client
   // that trickles bytes (slowloris) or idles is cut off after it.
   std::chrono::milliseconds readTimeout{10000};
   std::chrono::milliseconds writeTimeout{10000};
-  size_t maxConnections = 128;  // per server; connections beyond it are accepted and closed at once
 };
 
-// Connections of all servers on one Loop together, so that clients of many ports cannot take
-// every file descriptor of the daemon (each connection is one).
+// Outside connections of all servers on one Loop together, so that clients of many ports cannot
+// take every file descriptor of the daemon (each connection is one).
 constexpr size_t kDefaultTotalConnections = 512;
+
+struct LoopStats {
+  size_t openOutside = 0, openLocal = 0;  // connections now, from outside and from this host
+  size_t sources = 0;                     // outside sources holding them
+  uint64_t refused = 0, evicted = 0;      // connections refused, and closed to make room, so far
+};
 
 // The one thread that all servers (and tickers) run on. Create it before them, destroy it after.
 class Loop {
  public:
-  // maxConnections: open connections of all its servers together; beyond it new ones are
-  // accepted and closed at once, as beyond a server's own limit.
+  // maxConnections: connections from outside this host to all its servers together; how they
+  // are shared is AdmissionLimits::forBudget(maxConnections) (pkg/http/admission.h).
   explicit Loop(size_t maxConnections = kDefaultTotalConnections);
   ~Loop();
   Loop(const Loop&) = delete;
@@ -63,7 +76,8 @@ class Loop {
   // fn's exceptions propagate to the caller.
   void call(const std::function<void()>& fn);
   bool onLoopThread() const;
-  size_t openConnections();  // of all its servers, now
+  size_t openConnections();  // of all its servers, now (from outside and from this host)
+  LoopStats stats();
 
  private:
   friend class Server;

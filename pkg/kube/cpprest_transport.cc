@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 
+#include "pkg/kube/connect_diagnose.h"
 #include "pkg/kube/rate_limiter.h"
 #include "pkg/kube/tls_diagnose.h"
 #include "pkg/kube/token_source.h"
@@ -53,15 +54,23 @@ class CpprestTransport final : public Transport {
 
   HttpResult get(const std::string& target) override {
     HttpResult r;
-    send(*requests_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
-      readWholeBody(resp, r, self);
-    });
+    send(*requests_, http::methods::GET, target, nullptr, r,
+         [&](http::http_response& resp, pplx::cancellation_token_source& self) { readWholeBody(resp, r, self); });
+    return r;
+  }
+
+  HttpResult send(const std::string& method, const std::string& target, const std::string& body,
+                  const std::string& contentType) override {
+    HttpResult r;
+    const Body b{body, contentType};
+    send(*requests_, method, target, &b, r,
+         [&](http::http_response& resp, pplx::cancellation_token_source& self) { readWholeBody(resp, r, self); });
     return r;
   }
 
   HttpResult stream(const std::string& target, const std::function<bool(std::string_view)>& onData) override {
     HttpResult r;
-    send(*watches_, target, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
+    send(*watches_, http::methods::GET, target, nullptr, r, [&](http::http_response& resp, pplx::cancellation_token_source& self) {
       if (resp.status_code() != 200) return readWholeBody(resp, r, self);  // an error's Status
       readBody(resp, [&](std::string_view data) {
         if (onData(data)) return true;
@@ -146,9 +155,16 @@ class CpprestTransport final : public Transport {
     return c;
   }
 
-  // Sends one GET (rate-limited, authenticated) and lets `onResponse` read the body. Fills r.
+  struct Body {
+    const std::string& text;
+    const std::string& contentType;
+  };
+
+  // Sends one request (rate-limited, authenticated; `body` null for a GET) and lets `onResponse`
+  // read the answer's body. Fills r.
   template <class OnResponse>
-  void send(client::http_client& c, const std::string& target, HttpResult& r, OnResponse&& onResponse) {
+  void send(client::http_client& c, const std::string& method, const std::string& target, const Body* body,
+            HttpResult& r, OnResponse&& onResponse) {
     pplx::cancellation_token_source cts;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -170,8 +186,9 @@ class CpprestTransport final : public Transport {
       r.cancelled = true;
       return;
     }
-    http::http_request req(http::methods::GET);
+    http::http_request req(method);
     req.set_request_uri(target);
+    if (body) req.set_body(body->text, body->contentType);
     req.headers().add(http::header_names::accept, "application/json");
     req.headers().add(http::header_names::user_agent, cfg_.userAgent);
     if (!cfg_.tlsServerName.empty()) req.headers().add(http::header_names::host, cfg_.tlsServerName);
@@ -180,7 +197,7 @@ class CpprestTransport final : public Transport {
     auto started = std::chrono::steady_clock::now();
     auto observe = [&] {
       if (onRequest_ && !r.cancelled)
-        onRequest_("GET", host_, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        onRequest_(method.c_str(), host_, r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     };
     try {
       http::http_response resp = c.request(req, cts.get_token()).get();
@@ -191,16 +208,36 @@ class CpprestTransport final : public Transport {
       onResponse(resp, cts);
     } catch (const pplx::task_canceled&) {
       r.cancelled = isCancelled();
-      if (!r.cancelled) r.error = "request cancelled";
+      if (!r.cancelled) r.error = "GET " + urlOf(target) + ": request cancelled";
+    } catch (const http::http_exception& e) {
+      failed(r, target, e.what(), e.error_code(), observe);
+    } catch (const boost::system::system_error& e) {
+      failed(r, target, e.what(), std::error_code(e.code().value(), std::generic_category()), observe);
     } catch (const std::exception& e) {
-      r.cancelled = isCancelled();
-      if (r.cancelled) return;
-      if (r.status == 0) observe();
-      r.error = e.what();
-      // cpprest says only "Error in SSL handshake": find out what exactly the certificate lacks.
-      if (r.status == 0 && r.error.find("handshake") != std::string::npos && !cfg_.insecureSkipTlsVerify)
-        r.error = "TLS handshake failed: " + diagnoseTls(cfg_) + " (" + r.error + ")";
+      failed(r, target, e.what(), {}, observe);
     }
+  }
+
+  // The request's URL without its query (resourceVersion, continue tokens), for error lines.
+  std::string urlOf(const std::string& target) const { return cfg_.server + target.substr(0, target.find('?')); }
+
+  // r.error for a request that failed: the URL, then what went wrong in words an operator can act
+  // on. cpprest's own words are generic ("Failed to connect to any resolved endpoint", "Error in
+  // SSL handshake") and its error code for a refused connection says "host unreachable": a
+  // connection or TLS failure is diagnosed once more here, naming the address and the errno.
+  // `observe` counts a request without an HTTP answer (status 0), before the diagnosis takes time.
+  template <class Observe>
+  void failed(HttpResult& r, const std::string& target, const std::string& what, std::error_code ec, Observe&& observe) {
+    r.cancelled = isCancelled();
+    if (r.cancelled) return;
+    if (r.status == 0) observe();
+    std::string why = what;
+    if (ec && what.find(ec.message()) == std::string::npos) why += ": " + ec.message() + " (" + std::to_string(ec.value()) + ")";
+    if (r.status == 0 && what.find("handshake") != std::string::npos && !cfg_.insecureSkipTlsVerify)
+      why = "TLS handshake failed: " + diagnoseTls(cfg_) + " (" + what + ")";
+    else if (r.status == 0 && (what.find("connect") != std::string::npos || what.find("resolve") != std::string::npos))
+      why = diagnoseConnect(cfg_.server) + " (" + what + ")";
+    r.error = "GET " + urlOf(target) + ": " + why;
   }
 
   bool isCancelled() {

@@ -61,11 +61,28 @@ std::string Reflector::watchTarget() {
 }
 
 Reflector::Outcome Reflector::classify(const HttpResult& r, const char* what) {
+  Outcome o = classifyAndLog(r, what);
+  if (o == Outcome::Stopped) return o;
+  std::string error;
+  if (o == Outcome::Failed || o == Outcome::Unauthorized)
+    error = std::string(what) + ": " + (r.status == 0 ? r.error : r.status == 200 ? "connection lost: " + r.error
+                                                                                  : "HTTP " + std::to_string(r.status));
+  std::lock_guard<std::mutex> lk(errorMu_);
+  lastError_ = std::move(error);
+  return o;
+}
+
+std::string Reflector::lastError() const {
+  std::lock_guard<std::mutex> lk(errorMu_);
+  return lastError_;
+}
+
+Reflector::Outcome Reflector::classifyAndLog(const HttpResult& r, const char* what) {
   if (r.cancelled || stopping()) return Outcome::Stopped;
   retryAfter_ = r.retryAfterSeconds;
   if (r.status == 0) {
     stats_.errors++;
-    LOG(WARNING) << spec_.kind << " " << what << " to " << transport_.server() << " failed: " << r.error;
+    LOG(WARNING) << spec_.kind << " " << what << " failed: " << r.error;  // the error names the URL
     return Outcome::Failed;
   }
   if (r.status == 200) {

@@ -80,11 +80,15 @@ class Reflector {
   const ResourceSpec& spec() const { return spec_; }
   const ReflectorStats& stats() const { return stats_; }
   bool listedOnce() const { return listedOnce_; }
+  // What the last list or watch request ended with, for `status` (any thread): "" when it
+  // succeeded (or none ended yet), else the request and its error.
+  std::string lastError() const;
 
  private:
   std::string listTarget(bool consistent, const std::string& cont) const;
   std::string watchTarget();
-  Outcome classify(const HttpResult& r, const char* what);
+  Outcome classify(const HttpResult& r, const char* what);  // and remembers the error
+  Outcome classifyAndLog(const HttpResult& r, const char* what);
   Outcome notServed();
   // Whether run() should go on after sleeping for the backoff.
   bool sleepBackoff(int retryAfterSeconds);
@@ -108,6 +112,8 @@ class Reflector {
   std::mutex sleepMu_;
   std::condition_variable sleepCv_;
   ReflectorStats stats_;
+  mutable std::mutex errorMu_;
+  std::string lastError_;
   std::mt19937_64 rng_{std::random_device{}()};
 };
 

@@ -12,6 +12,8 @@
 
 #include <memory>
 
+#include "pkg/kube/connect_diagnose.h"
+
 namespace kpn::kube {
 namespace {
 
@@ -31,21 +33,6 @@ struct Fd {
   }
 };
 
-// host and port of "https://host:port/prefix" (brackets removed from an IPv6 host).
-void splitServer(const std::string& server, std::string& host, std::string& port) {
-  std::string rest = server.substr(server.find("://") + 3);
-  rest = rest.substr(0, rest.find('/'));
-  if (!rest.empty() && rest[0] == '[') {
-    auto close = rest.find(']');
-    host = rest.substr(1, close - 1);
-    port = close + 1 < rest.size() && rest[close + 1] == ':' ? rest.substr(close + 2) : "443";
-  } else {
-    auto colon = rest.rfind(':');
-    host = rest.substr(0, colon);
-    port = colon == std::string::npos ? "443" : rest.substr(colon + 1);
-  }
-}
-
 std::string subjectOf(X509* cert) {
   char buf[256];
   X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof buf);
@@ -61,8 +48,9 @@ std::string issuerOf(X509* cert) {
 }  // namespace
 
 std::string diagnoseTls(const ClientConfig& cfg) {
-  std::string host, port;
-  splitServer(cfg.server, host, port);
+  const ServerAddress address = serverAddress(cfg.server);
+  const std::string& host = address.host;
+  const std::string& port = address.port;
   std::string checkName = cfg.tlsServerName.empty() ? host : cfg.tlsServerName;
 
   addrinfo hints{}, *res = nullptr;
@@ -75,7 +63,7 @@ std::string diagnoseTls(const ClientConfig& cfg) {
   setsockopt(sock.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   int rc = connect(sock.fd, res->ai_addr, res->ai_addrlen);
   freeaddrinfo(res);
-  if (rc != 0) return "cannot connect to " + host + ":" + port + " to inspect its certificate";
+  if (rc != 0) return "cannot inspect its certificate: " + diagnoseConnect(cfg.server);
 
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_NONE, nullptr);

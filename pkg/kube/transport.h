@@ -1,6 +1,7 @@
-// The reflectors' view of HTTP: GET a whole body, or GET and stream the body as it arrives. The
-// cpprestsdk implementation (cpprest_transport.cc, the only file that includes cpprest headers)
-// adds TLS, authentication, the rate limit and the user agent; tests use a scripted fake.
+// The reflectors' view of HTTP: GET a whole body, or GET and stream the body as it arrives; and
+// the event recorder's: one request with a body (POST, PATCH). The cpprestsdk implementation
+// (cpprest_transport.cc, the only file that includes cpprest headers) adds TLS, authentication,
+// the rate limit and the user agent; tests use a scripted fake.
 #pragma once
 
 #include <functional>
@@ -30,6 +31,10 @@ class Transport {
   // returns false, or cancel() is called. A clean end of the body has status 200 and no error; a
   // connection lost mid-body has status 200 and an error.
   virtual HttpResult stream(const std::string& target, const std::function<bool(std::string_view)>& onData) = 0;
+  // One request with a JSON body ("POST", "PATCH"; `contentType` as the API server wants it for
+  // the method), rate-limited and authenticated like the others; the answer's body in r.body.
+  virtual HttpResult send(const std::string& method, const std::string& target, const std::string& body,
+                          const std::string& contentType) = 0;
   // The server said 401: credentials that can change (a token file) are read again before the
   // next request.
   virtual void credentialsRejected() = 0;

@@ -4,6 +4,7 @@
 // one log line and a retry every 5 s, as upstream.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,9 +24,13 @@ struct ServerOptions {
 
 class DaemonServers {
  public:
+  // Told which server ("healthz", "metrics") could not bind, and why: with bindAddressHardFail
+  // before start returns the error, else while it retries.
+  using BindFailureHook = std::function<void(const std::string& what, const std::string& error)>;
   // nullopt when started (or retrying); else the one line to exit with, naming the field.
   std::optional<std::string> start(http::Loop& loop, const ServerOptions& opts, const health::ProxyHealth& health,
-                                   const sync::Clock& clock, ProxyMetrics& metrics);
+                                   const sync::Clock& clock, ProxyMetrics& metrics,
+                                   BindFailureHook onBindFailure = nullptr);
   int healthzPort() const { return healthz_ ? healthz_->port() : 0; }
   int metricsPort() const { return metrics_ ? metrics_->port() : 0; }
 

@@ -4,6 +4,7 @@
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
@@ -155,6 +156,11 @@ struct ProxyMetrics::Families {
                     .Name("kubeproxy_nftables_objects_skipped_total")
                     .Help("API objects dropped as invalid (their last good version, if any, stays), by kind and reason")
                     .Register(r)),
+        eventsDropped(prometheus::BuildCounter()
+                          .Name("kubeproxy_nftables_events_dropped_total")
+                          .Help("Kubernetes Events not sent, by reason: queue_full, rate_limited, api_unavailable "
+                                "(no answer after retries), rejected (the API server refused it)")
+                          .Register(r)),
         reconcile(prometheus::BuildCounter()
                       .Name("kubeproxy_nftables_table_reconcile_total")
                       .Help("Syncs by how they were planned (incremental, reconcile with the listed tables at "
@@ -221,6 +227,7 @@ struct ProxyMetrics::Families {
   prometheus::Family<prometheus::Histogram>& txnBytes;
   prometheus::Family<prometheus::Histogram>& commitDuration;
   prometheus::Family<prometheus::Counter>& skipped;
+  prometheus::Family<prometheus::Counter>& eventsDropped;
   prometheus::Family<prometheus::Counter>& reconcile;
   prometheus::Family<prometheus::Gauge>& rejectedServices;
   prometheus::Family<prometheus::Counter>& serviceRejections;
@@ -348,6 +355,8 @@ void ProxyMetrics::countSkipped(const std::string& kind, const std::string& reas
   f_->skipped.Add({{"kind", kind}, {"reason", reason}}).Increment();
 }
 
+void ProxyMetrics::countEventDropped(const std::string& reason) { f_->eventsDropped.Add({{"reason", reason}}).Increment(); }
+
 void ProxyMetrics::observeRestRequest(const std::string& method, const std::string& host, int code, double secs) {
   // client-go labels a request that got no HTTP answer (connection refused, TLS...) "<error>".
   std::string codeText = code > 0 ? std::to_string(code) : "<error>";
@@ -366,6 +375,7 @@ std::string ProxyMetrics::scrape() const {
   auto families = registry_->Collect();
   auto process = collectProcessMetrics();
   families.insert(families.end(), process.begin(), process.end());
+  for (const ScrapeSource& source : scrapeSources_) source(families);
   return prometheus::TextSerializer().Serialize(families);
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "nft/expr.h"
 #include "pkg/sync/loop.h"
@@ -28,6 +29,7 @@ class Gauge;
 class Histogram;
 template <typename T>
 class Family;
+struct MetricFamily;
 }  // namespace prometheus
 
 namespace kpn::metrics {
@@ -68,12 +70,19 @@ class ProxyMetrics : public sync::SyncObserver {
   // An object a source dropped as invalid: kind "Service", "EndpointSlice", ...; reason a short
   // fixed word ("invalid", "unnamed", ...), never the object's own text (unbounded labels).
   void countSkipped(const std::string& kind, const std::string& reason);
+  // A Kubernetes Event the recorder did not send (pkg/events/recorder.h's reasons). Any thread.
+  void countEventDropped(const std::string& reason);
   // One request to the API server, as client-go's rest_client metrics count it.
   void observeRestRequest(const std::string& method, const std::string& host, int code, double seconds);
 
   // One family's UDP conntrack reconcile pass (pkg/conntrack): its duration and the flows it
   // deleted. Any thread; a family this node does not serve is not counted.
   void observeConntrackReconcile(const std::string& family, double seconds, size_t deleted);
+
+  // Metrics read only when scraped (the nft counters of localhost_nodeports.h): `source` appends
+  // its families; it runs on the scraping thread. Set before the servers start.
+  using ScrapeSource = std::function<void(std::vector<prometheus::MetricFamily>&)>;
+  void addScrapeSource(ScrapeSource source) { scrapeSources_.push_back(std::move(source)); }
 
   // The text exposition format of everything above plus the process_* metrics.
   std::string scrape() const;
@@ -85,6 +94,7 @@ class ProxyMetrics : public sync::SyncObserver {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> f_;
   ServedFamilies servedSource_;
+  std::vector<ScrapeSource> scrapeSources_;
 };
 
 }  // namespace kpn::metrics

@@ -50,28 +50,29 @@ Environment deriveEnvironment(const NodeConfig& cfg, const api::Node* node,
                                " (default route) as the node's addresses");
     }
 
-    // NodePort addresses.
-    if (cfg.nodePortPrimary) {
+    // NodePort addresses: the primary IPs and/or the host's addresses inside the CIDRs. Loopback
+    // is never one (the kernel would not route the DNATed packet back out): a family with
+    // localhost NodePorts answers there through its listeners (pkg/localhost).
+    if (cfg.nodePortPrimary)
       for (const auto& ip : fe.nodeIPs)
         if (!net::isLoopback(ip)) fe.nodePortIPs.push_back(ip);
-    } else {
-      for (const auto& c : cfg.nodePortCidrs)
-        if (c.family == f && c.prefixLen == 0) fe.nodePortMatchAll = true;
-      if (!fe.nodePortMatchAll) {
-        for (const auto& a : host.addresses) {
-          if (a.family != f) continue;
-          bool in = false;
-          for (const auto& c : cfg.nodePortCidrs) in = in || net::contains(c, a.ip);
-          if (!in) continue;
-          if (net::isLoopback(a.ip)) {
-            env.warnings.push_back("--nodeport-addresses selects loopback address " + a.ip +
-                                   "; NodePorts are never served on loopback");
-            continue;
-          }
-          if (std::find(fe.nodePortIPs.begin(), fe.nodePortIPs.end(), a.ip) == fe.nodePortIPs.end())
-            fe.nodePortIPs.push_back(a.ip);
-        }
+    for (const auto& c : cfg.nodePortCidrs)
+      if (c.family == f && c.prefixLen == 0) fe.nodePortMatchAll = true;
+    if (fe.nodePortMatchAll) fe.nodePortIPs.clear();
+    for (const auto& a : host.addresses) {
+      if (fe.nodePortMatchAll || a.family != f) continue;
+      bool in = false;
+      for (const auto& c : cfg.nodePortCidrs) in = in || net::contains(c, a.ip);
+      if (!in) continue;
+      if (net::isLoopback(a.ip)) {
+        if (!cfg.localhostNodePorts(f))
+          env.warnings.push_back("--nodeport-addresses selects loopback address " + a.ip +
+                                 " but not " + (f == net::Family::V4 ? "127.0.0.1" : "::1") +
+                                 ": NodePorts answer on loopback only with 'localhost' (or a CIDR holding that address)");
+        continue;
       }
+      if (std::find(fe.nodePortIPs.begin(), fe.nodePortIPs.end(), a.ip) == fe.nodePortIPs.end())
+        fe.nodePortIPs.push_back(a.ip);
     }
 
     // Local-traffic detector.

@@ -1,6 +1,7 @@
 #include "pkg/render/layout.h"
 
 #include "pkg/render/affinity.h"
+#include "pkg/render/localhost_nodeports.h"
 #include "pkg/render/pick_chains.h"
 
 namespace kpn::render {
@@ -44,6 +45,7 @@ std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
   };
   for (SetDecl& d : backendsMapDeclarations(f)) decls.push_back(std::move(d));
   for (SetDecl& d : affinitySetDeclarations(f)) decls.push_back(std::move(d));
+  for (SetDecl& d : localhostDeclarations(f, cfg)) decls.push_back(std::move(d));
   return decls;
 }
 
@@ -119,6 +121,10 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
                                        "Drop traffic to unallocated ClusterIPs"));
   }
 
+  std::vector<Rule> filterInput = {makeRule({ctStateNew(), st::jump("nodeport-endpoints-check")}),
+                                   makeRule({ctStateNew(), st::jump("service-endpoints-check")})};
+  if (auto jump = localhostRejectJump(f, cfg)) filterInput.insert(filterInput.begin(), *jump);
+
   part->chains = {
       // Source ranges must be checked before DNAT rewrites the LoadBalancer IP (upstream #122614).
       baseChain("filter-prerouting-pre-dnat", "filter", "prerouting", -110,
@@ -128,9 +134,7 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
       baseChain("nat-prerouting", "nat", "prerouting", -100, {makeRule({st::jump(kServicesChain)})}),
       baseChain("nat-output", "nat", "output", -100, {makeRule({st::jump(kServicesChain)})}),
       baseChain("nat-postrouting", "nat", "postrouting", 100, {makeRule({st::jump("masquerading")})}),
-      baseChain("filter-input", "filter", "input", 0,
-                {makeRule({ctStateNew(), st::jump("nodeport-endpoints-check")}),
-                 makeRule({ctStateNew(), st::jump("service-endpoints-check")})}),
+      baseChain("filter-input", "filter", "input", 0, std::move(filterInput)),
       baseChain("filter-forward", "filter", "forward", 0,
                 {makeRule({ctStateNew(), st::jump("service-endpoints-check")}),
                  makeRule({ctStateNew(), st::jump("cluster-ips-check")})}),
@@ -151,6 +155,7 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
       Chain{kRejectChain, std::nullopt,
             {makeRule({st::reject(f)}, "helper for @no-endpoint-services / @no-endpoint-nodeports")}},
   };
+  if (auto reject = localhostRejectChain(f, cfg)) part->chains.push_back(std::move(*reject));
   nft::shrinkToFit(*part);
   return part;
 }

@@ -38,31 +38,32 @@ std::optional<std::string> parseClusterCidrs(const std::string& flag, NodeConfig
   return std::nullopt;
 }
 
-std::vector<std::string> parseNodePortAddresses(const std::string& flag, NodeConfig& cfg) {
-  std::vector<std::string> warnings;
-  cfg.nodePortPrimary = true;
+bool isNodePortAddressEntry(const std::string& entry) {
+  return entry == "primary" || entry == "localhost" || entry == "all" || net::parseCidr(entry).has_value();
+}
+
+void applyNodePortAddresses(const std::vector<std::string>& entries, NodeConfig& cfg) {
   cfg.nodePortCidrs.clear();
-  bool primary = false;
-  for (const std::string& item : splitComma(flag)) {
-    if (item == "primary") {
+  bool primary = entries.empty();
+  auto add = [&](const char* text) { cfg.nodePortCidrs.push_back(*net::parseCidr(text)); };
+  for (const std::string& e : entries) {
+    if (e == "primary") {
       primary = true;
-      continue;
+    } else if (e == "localhost") {
+      add("127.0.0.0/8"), add("::1/128");
+    } else if (e == "all") {
+      add("0.0.0.0/0"), add("::/0");
+    } else if (auto cidr = net::parseCidr(e)) {
+      cfg.nodePortCidrs.push_back(*cidr);
     }
-    auto cidr = net::parseCidr(item);
-    if (!cidr) {
-      warnings.push_back("--nodeport-addresses: \"" + item + "\" is not a CIDR; skipped");
-      continue;
-    }
-    cfg.nodePortCidrs.push_back(*cidr);
   }
-  if (primary && !cfg.nodePortCidrs.empty()) {
-    warnings.push_back("--nodeport-addresses: \"primary\" cannot be combined with CIDRs; using primary");
-    cfg.nodePortCidrs.clear();
+  cfg.nodePortPrimary = primary || cfg.nodePortCidrs.empty();
+  cfg.localhostNodePortsV4 = cfg.localhostNodePortsV6 = false;
+  for (const net::Cidr& c : cfg.nodePortCidrs) {
+    if (c.prefixLen == 0) continue;  // `all` reaches loopback by accident, not by choice
+    if (c.family == net::Family::V4 && net::contains(c, "127.0.0.1")) cfg.localhostNodePortsV4 = true;
+    if (c.family == net::Family::V6 && net::contains(c, "::1")) cfg.localhostNodePortsV6 = true;
   }
-  if (!primary && cfg.nodePortCidrs.empty() && !splitComma(flag).empty())
-    warnings.push_back("--nodeport-addresses: no valid CIDR left; using primary");
-  cfg.nodePortPrimary = cfg.nodePortCidrs.empty();
-  return warnings;
 }
 
 std::optional<std::string> parseDetectLocal(const std::string& mode, const std::string& bridge,

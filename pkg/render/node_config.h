@@ -21,9 +21,14 @@ struct NodeConfig {
   bool masqueradeAll = false;
   uint32_t masqueradeMark = 0x4000;        // upstream's default bit 14; not a public API
 
-  // --nodeport-addresses: `primary` (the default, as upstream's nftables mode) or CIDRs.
+  // --nodeport-addresses: `primary` (the default, as upstream's nftables mode), CIDRs, or both
+  // (upstream 1.37: `primary` beside other entries; `localhost` and `all` are CIDRs here).
   bool nodePortPrimary = true;
   std::vector<net::Cidr> nodePortCidrs;
+  // NodePorts on loopback (upstream 1.37, KEP-6032): a TCP listener on 127.0.0.1 / ::1 per
+  // NodePort, per family whose --nodeport-addresses has an entry naming its loopback address.
+  bool localhostNodePortsV4 = false, localhostNodePortsV6 = false;
+  bool localhostNodePorts(net::Family f) const { return f == net::Family::V4 ? localhostNodePortsV4 : localhostNodePortsV6; }
 
   LocalDetectMode detectLocal = LocalDetectMode::ClusterCIDR;
   std::string podBridgeInterface;          // BridgeInterface
@@ -36,9 +41,16 @@ struct NodeConfig {
 // "--cluster-cidr" value: at most one CIDR per family, comma separated. Returns an error text.
 std::optional<std::string> parseClusterCidrs(const std::string& flag, NodeConfig& cfg);
 
-// "--nodeport-addresses" value: "" or "primary", or comma-separated CIDRs. A bad CIDR is skipped;
-// when none is left the default (primary) applies. Returns one warning per problem.
-std::vector<std::string> parseNodePortAddresses(const std::string& flag, NodeConfig& cfg);
+// One --nodeport-addresses / nodePortAddresses entry: a CIDR or one of upstream's keywords,
+// `primary` (the Node's primary IPs), `localhost` (127.0.0.0/8 and ::1/128), `all` (0.0.0.0/0 and
+// ::/0). Validation refuses anything else before a NodeConfig is made (exit 2 naming it).
+bool isNodePortAddressEntry(const std::string& entry);
+constexpr const char* kNodePortAddressEntryRule = "must be a valid CIDR, 'primary', 'localhost' or 'all'";
+
+// The entries (validated: isNodePortAddressEntry) into cfg. No entry at all: primary. A family's
+// NodePorts answer on loopback when an entry other than a /0 holds its loopback address (127.0.0.1,
+// ::1): `localhost`, `127.0.0.0/8`, `::1/128`, but not `all` (upstream's "explicit loopback").
+void applyNodePortAddresses(const std::vector<std::string>& entries, NodeConfig& cfg);
 
 // "--detect-local-mode" and its interface flags. Returns an error text.
 std::optional<std::string> parseDetectLocal(const std::string& mode, const std::string& bridge,

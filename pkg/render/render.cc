@@ -4,6 +4,7 @@
 
 #include "pkg/render/affinity.h"
 #include "pkg/render/layout.h"
+#include "pkg/render/localhost_nodeports.h"
 #include "pkg/render/slot_adoption.h"
 
 namespace kpn::render {
@@ -51,7 +52,7 @@ Renderer::Renderer(NodeConfig cfg) : cfg_(std::move(cfg)) {}
 
 Ruleset Renderer::skeleton() const {
   Ruleset rs;
-  for (Family f : kFamilies) rs.tables.push_back(Table{f, kTableName, tableDeclarations(f, cfg_), {}});
+  for (Family f : kFamilies) rs.tables.push_back(Table{f, kTableName, tableDeclarations(f, cfg_), localhostCounters(f, cfg_), {}});
   return rs;
 }
 
@@ -70,7 +71,7 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
   if (!incremental) {
     last_.tables.clear();
     for (Family f : kFamilies) {
-      Table t{f, kTableName, tableDeclarations(f, cfg_), {}};
+      Table t{f, kTableName, tableDeclarations(f, cfg_), localhostCounters(f, cfg_), {}};
       t.parts[kBaseOwner] = renderBasePart(f, cfg_, env_.of(f));
       last_.tables.push_back(std::move(t));
     }

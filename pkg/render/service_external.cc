@@ -6,6 +6,7 @@
 //    -nodeports); without local endpoints that element is `return`, so outside traffic stays
 //    undnatted and is dropped after DNAT by the `drop` element in @no-endpoint-*.
 #include "pkg/render/layout.h"
+#include "pkg/render/localhost_nodeports.h"
 #include "pkg/render/service_paths.h"
 
 namespace kpn::render {
@@ -24,6 +25,9 @@ void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p
   for (const auto& [ip, isVIP] : p.externalAddrs)
     dests.push_back({addressKey(ip, proto, p.sp.port), addressSlotPrefix(ip, p.sp.port), false});
   if (p.nodePort) dests.push_back({nodePortKey(proto, *p.nodePort), nodePortSlotPrefix(*p.nodePort), true});
+  // On loopback a UDP or SCTP NodePort is refused (the listeners there are TCP only), endpoints or not.
+  if (p.nodePort)
+    if (auto e = localhostRejectElement(b.family, s.cfg, proto, *p.nodePort, p.comment)) b.part.elements.push_back(*e);
 
   for (const Destination& d : dests) {
     const char* dispatch = d.isNodePort ? kServiceNodePorts : kServiceIPs;

@@ -29,14 +29,13 @@ std::string orderOwner(Family f, bool local, const std::string& proto, const std
   return std::string(familyName(f)) + (local ? " local/" : " all/") + proto + "/" + portKey;
 }
 
-namespace {
-
-// ClientIP affinity's timeout (the API bounds it to 1..86400 s, default 10800 s); 0 for none.
 uint32_t affinitySeconds(const api::Service& svc) {
   if (svc.sessionAffinity != "ClientIP") return 0;
   const int32_t t = svc.sessionAffinityTimeoutSeconds;
   return t <= 0 ? 10800u : static_cast<uint32_t>(std::min(t, 86400));
 }
+
+namespace {
 
 const char* addressTypeOf(Family f) { return f == Family::IPv4 ? "IPv4" : "IPv6"; }
 

@@ -23,6 +23,8 @@ namespace kpn::render {
 
 // Services that get no rules: headless, ExternalName, or handled by another proxy.
 bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg);
+// ClientIP affinity's timeout (the API bounds it to 1..86400 s, default 10800 s); 0 for none.
+uint32_t affinitySeconds(const api::Service& svc);
 
 struct ServicePart {
   nft::PartPtr part;                     // null: nothing in this family

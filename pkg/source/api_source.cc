@@ -178,4 +178,33 @@ std::map<std::string, std::chrono::system_clock::time_point> ApiSource::takeTrig
 
 std::string ApiSource::describe() const { return "API server " + transport_->server(); }
 
+std::vector<ResourceState> ApiSource::resourceStates() const {
+  std::vector<ResourceState> out;
+  for (int r = 0; r < kResources; r++)
+    out.push_back({reflectors_[r]->spec().kind + "s", listed_[r], reflectors_[r]->lastError()});
+  return out;
+}
+
+ExcludedLookup ApiSource::lookupExcluded(const std::string& ns, const std::string& name) const {
+  ExcludedLookup out;
+  kube::HttpResult r = transport_->get("/api/v1/namespaces/" + kube::queryEscape(ns) +
+                                       "/services?fieldSelector=" + kube::queryEscape("metadata.name=" + name));
+  if (r.status != 200) {
+    out.error = r.status ? "HTTP " + std::to_string(r.status) : r.error;
+    return out;
+  }
+  kube::ListPage page;
+  if (auto err = kube::decodeListPage(r.body, "Service", page)) {
+    out.error = *err;
+    return out;
+  }
+  out.asked = true;
+  for (auto& item : page.items)
+    if (item.error.empty() && item.key == ns + "/" + name) {
+      const auto& svc = std::get<state::ServicePtr>(item.object);
+      if (excludedByProxySelector(svc->meta)) out.service = *svc;
+    }
+  return out;
+}
+
 }  // namespace kpn::source

@@ -47,6 +47,11 @@ class ApiSource final : public Source {
   std::string pending() const override;
   // Objects skipped as invalid, over all reflectors (a metric).
   uint64_t skippedObjects() const;
+  std::vector<ResourceState> resourceStates() const override;
+  // GET of the one Service by field selector, without the proxy label selector.
+  ExcludedLookup lookupExcluded(const std::string& ns, const std::string& name) const override;
+  // The API server connection, for the event recorder (it outlives the recorder).
+  kube::Transport& transport() { return *transport_; }
 
  private:
   enum Resource { kServices, kSlices, kNode, kServiceCIDRs, kResources };

@@ -228,6 +228,30 @@ bool ManifestDir::reload(const std::string& name) {
   return merge_.setFile(name, std::move(objs));
 }
 
+std::vector<ResourceState> ManifestDir::resourceStates() const {
+  return {{"folder", true, watching() ? "" : "folder " + dir_ + " is missing"}};
+}
+
+ExcludedLookup ManifestDir::lookupExcluded(const std::string& ns, const std::string& name) const {
+  ExcludedLookup out;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir_.c_str()), closedir);
+  if (!d) {
+    out.error = "cannot list " + dir_ + ": " + std::strerror(errno);
+    return out;
+  }
+  out.asked = true;
+  while (const dirent* e = readdir(d.get())) {
+    std::string file = e->d_name, text, syntaxError;
+    int err = 0;
+    if (!isManifestFileName(file) || readRegularFile(dir_ + "/" + file, &text, &err) != ReadResult::kOk) continue;
+    api::DecodedObjects objs;
+    if (!api::decodeManifest(text, endsWith(file, ".json"), objs, &syntaxError)) continue;
+    for (auto& svc : objs.services)
+      if (svc.meta.ns == ns && svc.meta.name == name && excludedByProxySelector(svc.meta)) out.service = std::move(svc);
+  }
+  return out;
+}
+
 bool ManifestDir::forgetEverything() {
   std::vector<std::string> files = merge_.files();
   if (files.empty()) return false;

@@ -40,6 +40,9 @@ class ManifestDir final : public Source {
   // A folder is complete as soon as it has been read (a missing folder is an empty one).
   bool hasSynced() const override { return true; }
   std::string describe() const override { return "manifest folder " + dir_; }
+  std::vector<ResourceState> resourceStates() const override;
+  // Reads the folder's files again (not the merged state, which holds only what is ours).
+  ExcludedLookup lookupExcluded(const std::string& ns, const std::string& name) const override;
 
   // Objects skipped because they failed to decode or validate, since start (for a metric).
   uint64_t skippedObjects() const { return skipped_; }

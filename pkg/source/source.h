@@ -5,9 +5,27 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "pkg/api/types.h"
 
 namespace kpn::source {
+
+// How one resource a source follows stands, for `status`.
+struct ResourceState {
+  std::string name;       // "Services", "EndpointSlices", ... or "folder"
+  bool listed = false;    // complete at least once
+  std::string lastError;  // "" while its last request succeeded
+};
+
+// A Service asked for by name outside the source's selector (pkg/source/proxy_selector.h).
+struct ExcludedLookup {
+  bool asked = false;  // false: the source could not look (error says why)
+  std::string error;
+  std::optional<api::Service> service;  // the Service, when one by that name is labelled not ours
+};
 
 class Source {
  public:
@@ -27,6 +45,11 @@ class Source {
   // the earliest such time since the last call: the start of network-programming latency.
   virtual std::map<std::string, std::chrono::system_clock::time_point> takeTriggerTimes() { return {}; }
   virtual std::string describe() const = 0;
+  // For `status`, on the main thread: each resource followed, listed or not, and its last error.
+  virtual std::vector<ResourceState> resourceStates() const { return {}; }
+  // For `trace`: the Service ns/name when the source leaves it out because it is labelled for
+  // another proxy or as headless. Any thread; may block (the API source asks the server).
+  virtual ExcludedLookup lookupExcluded(const std::string& ns, const std::string& name) const { return {}; }
 };
 
 }  // namespace kpn::source

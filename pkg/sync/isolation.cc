@@ -12,7 +12,7 @@ nft::Ruleset withoutOwners(const nft::Ruleset& rs, const std::set<std::string>& 
   nft::Ruleset out;
   for (const nft::Table& t : rs.tables) {
     if (families && !families->count(t.family)) continue;
-    out.tables.push_back(nft::Table{t.family, t.name, t.sets, {}});
+    out.tables.push_back(nft::Table{t.family, t.name, t.sets, t.counters, {}});
     auto& parts = out.tables.back().parts;
     for (const auto& [owner, part] : t.parts)
       if (!owners.count(owner)) parts.emplace_hint(parts.end(), owner, part);

@@ -134,7 +134,10 @@ class SyncLoop {
 
 // Blocks: waits on the source's fd and stopFd (readable: stop), feeds changes to the loop and
 // steps it. Returns when stopFd becomes readable. With a monitor, someone else's change to our
-// tables makes the next sync verify against the kernel (SyncTarget::kernelChanged).
-void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd, nft::TableMonitor* monitor = nullptr);
+// tables makes the next sync verify against the kernel (SyncTarget::kernelChanged). A readable
+// wakeFd only makes the loop step at once, so that observers' tick() runs (whoever owns the fd
+// drains it there: diag::MainThreadCalls).
+void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd, nft::TableMonitor* monitor = nullptr,
+                 int wakeFd = -1);
 
 }  // namespace kpn::sync

@@ -162,6 +162,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   if (mode_ != Mode::Incremental) {
     std::vector<nft::ListedTable> aligned;
     if (!listDeclared(aligned)) {
+      listener_->syncFailed("cannot list our tables");
       changed.merge(st.changedServices);
       st.changedServices.swap(changed);
       return stats;
@@ -244,6 +245,7 @@ SyncStats Syncer::renderAndCommit(state::ClusterState& st, std::set<std::string>
     if (without) {
       LOG(ERROR) << "sync failed: nft rejects the transaction even without any service's rules (" << *without
                  << "); the previous ruleset stays in place and the next sync is full";
+      listener_->syncFailed(*without);
       stats.commitMs = msSince(tCommit);
       mode_ = Mode::Full;
       return stats;
@@ -262,6 +264,7 @@ SyncStats Syncer::renderAndCommit(state::ClusterState& st, std::set<std::string>
         ++stats.servicesRefusedNow;
         LOG(ERROR) << "Service " << serviceOfOwner(owner) << ": nft refuses its rules (" << err
                    << "); left out, everything else programmed; retrying in " << millis(retry) << " ms";
+        listener_->serviceRefused(serviceOfOwner(owner), err);
       }
     }
   }
@@ -270,6 +273,7 @@ SyncStats Syncer::renderAndCommit(state::ClusterState& st, std::set<std::string>
   if (!r.ok) {
     LOG(ERROR) << "sync failed: nft rejected a transaction of " << stats.ops << " operations (" << r.error
                << "); the previous ruleset stays in place and the next sync is full";
+    listener_->syncFailed(r.error);
     VLOG(4) << "rejected transaction:\n" << p.txn.toJson();
     mode_ = Mode::Full;
     return stats;
@@ -285,6 +289,7 @@ SyncStats Syncer::renderAndCommit(state::ClusterState& st, std::set<std::string>
     } else if (!leftOut.count(owner) && !refused.count(owner)) {
       rejected_.accepted(owner);
       LOG(INFO) << "Service " << serviceOfOwner(owner) << ": its rules are programmed now";
+      listener_->serviceProgrammedAgain(serviceOfOwner(owner));
     }
   }
   stats.rejectedServices = rejected_.size();

@@ -38,6 +38,16 @@ struct SyncFailureCounts {
   uint64_t serviceRejections = 0;     // services found refused by bisection, counted per finding
 };
 
+// Told, on the sync loop's thread, what the kernel said about single services and about syncs
+// that failed (Kubernetes Events and `status`, pkg/diag). The log lines stay the syncer's.
+class SyncerListener {
+ public:
+  virtual ~SyncerListener() = default;
+  virtual void serviceRefused(const std::string& service, const std::string& error) {}
+  virtual void serviceProgrammedAgain(const std::string& service) {}
+  virtual void syncFailed(const std::string& error) {}
+};
+
 class Syncer {
  public:
   Syncer(render::Renderer& renderer, nft::Runner& runner);
@@ -59,6 +69,7 @@ class Syncer {
   // Work that must wait until our rules are committed and serving (removing another proxy's
   // leftovers): run after each successful commit until it returns true.
   void afterCommit(std::function<bool()> work) { afterCommit_ = std::move(work); }
+  void setListener(SyncerListener* l) { listener_ = l ? l : &quiet_; }
 
   // How long until a refused service is due to be tried again: the loop should sync then. The
   // syncer keeps its retry times on std::chrono::steady_clock; the loop adds this to its own now.
@@ -107,6 +118,8 @@ class Syncer {
   RetryBook rejected_;
   SyncFailureCounts failures_;
   std::function<bool()> afterCommit_;
+  SyncerListener quiet_;
+  SyncerListener* listener_ = &quiet_;
 };
 
 }  // namespace kpn::sync

@@ -1,0 +1,78 @@
+#include "pkg/trace/drift.h"
+
+#include <map>
+#include <set>
+
+namespace kpn::trace {
+
+namespace {
+
+bool names(const std::string& comment, const std::string& service) {
+  return comment == service || comment.rfind(service + ":", 0) == 0;
+}
+
+std::string elementText(const std::string& set, const std::string& key, const std::string& value) {
+  nft::Element e;
+  e.set = set;
+  e.key = key;
+  e.value = value;
+  return "@" + set + " " + e.keyText() + (value.empty() ? "" : " : " + e.valueText());
+}
+
+}  // namespace
+
+Drift serviceDrift(const nft::ListedTable& live, const nft::Table& desired, const std::string& service) {
+  // set -> key -> value, the service's elements on each side
+  std::map<std::string, std::map<std::string, std::string>> want, have;
+  std::map<std::string, std::vector<std::string>> wantChains;  // chain -> rules' expression JSON
+  for (const auto& [owner, part] : desired.parts) {
+    if (!part) continue;
+    for (const auto& e : part->elements)
+      if (names(e.comment, service)) want[e.set.str()][e.key] = e.value;
+    if (owner == "svc " + service)
+      for (const auto& c : part->chains) {
+        auto& rules = wantChains[c.name];
+        for (const auto& r : c.rules) rules.push_back(r.exprJson);
+      }
+  }
+  for (const auto& [set, s] : live.sets)
+    for (const auto& [key, comment] : s.comments)
+      if (names(comment, service)) {
+        auto v = s.elements.find(key);
+        have[set][key] = v == s.elements.end() ? "" : v->second;
+      }
+  Drift d;
+  for (const auto& [set, elems] : want)
+    for (const auto& [key, value] : elems) {
+      const std::string* listed = nullptr;
+      if (auto hs = have.find(set); hs != have.end())
+        if (auto hv = hs->second.find(key); hv != hs->second.end()) listed = &hv->second;
+      if (!listed) d.missing.push_back(elementText(set, key, value));
+      else if (*listed != value)
+        d.unexpected.push_back(elementText(set, key, *listed) + " (the state says " + elementText(set, key, value) + ")");
+    }
+  for (const auto& [set, elems] : have)
+    for (const auto& [key, value] : elems) {
+      auto ws = want.find(set);
+      if (ws == want.end() || !ws->second.count(key)) d.unexpected.push_back(elementText(set, key, value));
+    }
+  for (const auto& [name, rules] : wantChains) {
+    auto it = live.chains.find(name);
+    if (it == live.chains.end()) {
+      d.missing.push_back("chain " + name);
+      continue;
+    }
+    std::vector<std::string> listed;
+    for (const auto& r : it->second.rules) listed.push_back(r.exprJson);
+    if (listed != rules)
+      d.unexpected.push_back("chain " + name + " (" + std::to_string(listed.size()) + " rules in the kernel, " +
+                             std::to_string(rules.size()) + " in the state's table, or different ones)");
+  }
+  // Chains of the service's own in the kernel that the state does not have.
+  for (const auto& [name, chain] : live.chains)
+    if ((name == "firewall-" + service || name.rfind("affinity-" + service + "/", 0) == 0) && !wantChains.count(name))
+      d.unexpected.push_back("chain " + name);
+  return d;
+}
+
+}  // namespace kpn::trace
