@@ -80,6 +80,32 @@ std::optional<std::vector<std::string>> choiceOf(conntrack::LeastConnCounter& c,
   return out;
 }
 
+// Where a new TCP connection from a pod (10.0.1.5) to kVip:80 goes, in the committed ruleset.
+std::string toVip(const nft::Ruleset& ruleset, const nft::eval::Environment& env) {
+  return outcome(nft::eval::evaluate(
+      ruleset, packet(nft::eval::Entry::Prerouting, "10.0.1.5", kVip, 80, api::Protocol::TCP, "veth1"), env));
+}
+
+// The service ns/lc (kVip:80 -> 8080) with `scheduler` as its annotation, and its endpoints.
+state::ClusterState lcState(const std::string& scheduler, std::vector<Ep> eps) {
+  state::ClusterState st;
+  auto svc = service("ns", "lc", {kVip}, {port("http", 80)});
+  svc->meta.annotations[render::kSchedulerAnnotation] = scheduler;
+  st.upsertService(svc);
+  st.upsertSlice(slice("ns", "lc-1", "lc", {epPort("http", 8080)}, std::move(eps)));
+  return st;
+}
+
+// What a restarted daemon would commit over the kernel `p` left (slots adopted from its listing).
+nft::Plan restartPlan(FakePipeline& p, const state::ClusterState& st, const render::NodeConfig& cfg) {
+  std::vector<nft::ListedTable> listed(2);
+  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
+  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  render::Renderer fresh(cfg);
+  fresh.adoptSlots(listed);
+  return nft::planReconcile(listed, fresh.render(st, nullptr));
+}
+
 }  // namespace
 
 TEST_CASE("least connection: counts as IPVS (TCP established active, other states and UDP inactive), per endpoint") {
@@ -174,6 +200,109 @@ TEST_CASE("least connection: a tie larger than the slots is a random sample of t
   CHECK(std::find(second->begin(), second->end(), outside) == second->end());
 }
 
+TEST_CASE("least connection: a burst names IPVS's next picks for the connections expected before the next choice") {
+  // K entries first seen in the last 20 ms: the slots are rounds of the least loaded, each round
+  // adding one connection (256) to each of its endpoints, until K are named; then, as the
+  // arrivals age out, the tie alone again (IPVS's choice for one connection).
+  conntrack::LeastConnCounter c(20ms);
+  std::mt19937 rng(3);
+  c.setPorts(lcPorts());
+  const auto a = value("10.0.2.1", 8080), b = value("10.0.2.2", 8080), d = value("10.0.2.3", 8080);
+  const conntrack::LeastConnCounter::Time t0 = conntrack::LeastConnCounter::Time{} + 10s;
+  CHECK(c.nextExpiry() == conntrack::LeastConnCounter::Time::max());
+  // Counted by a dump: not arrivals. One connection at a time: the tie, exactly.
+  c.resyncEntry(entry(1, kVip, 80, "10.0.2.1", 8080));
+  CHECK(choiceOf(c, rng) == std::vector<std::string>{b, d});
+  c.update(entry(2, kVip, 80, "10.0.2.2", 8080), t0);
+  CHECK(c.nextExpiry() == t0 + 20ms);
+  CHECK(c.takeChoices(rng, t0).at(0).values == std::vector<std::string>{d});
+  // Four arrivals within the window (a: 3 active, b: 2, d: 0): d, d again, then b and d.
+  c.update(entry(3, kVip, 80, "10.0.2.1", 8080), t0 + 1ms);
+  c.update(entry(4, kVip, 80, "10.0.2.1", 8080), t0 + 2ms);
+  c.update(entry(5, kVip, 80, "10.0.2.2", 8080), t0 + 3ms);
+  auto burst = c.takeChoices(rng, t0 + 3ms);
+  REQUIRE(burst.size() == 1);
+  CHECK(burst[0].values == std::vector<std::string>{b, d, d, d});
+  // Every endpoint in the same round: one slot each (the shares reduced), never a split round.
+  c.update(entry(6, kVip, 80, "10.0.2.3", 8080), t0 + 4ms);
+  c.update(entry(7, kVip, 80, "10.0.2.3", 8080), t0 + 4ms);
+  c.update(entry(8, kVip, 80, "10.0.2.3", 8080), t0 + 4ms);
+  c.update(entry(9, kVip, 80, "10.0.2.2", 8080), t0 + 4ms);
+  CHECK(c.takeChoices(rng, t0 + 4ms).at(0).values == std::vector<std::string>{a, b, d});
+  // The arrivals age out one by one; at the last, the tie alone.
+  CHECK(c.nextExpiry() == t0 + 20ms);
+  c.destroy(1);  // a: 2 active
+  CHECK(c.takeChoices(rng, t0 + 30ms).at(0).values == std::vector<std::string>{a});
+  CHECK(c.nextExpiry() == conntrack::LeastConnCounter::Time::max());
+}
+
+TEST_CASE("least connection: a burst on UDP weighs each next flow as one inactive entry") {
+  conntrack::LeastConnCounter c(20ms);
+  std::mt19937 rng(3);
+  c.setPorts(lcPorts());
+  const auto a = value("10.0.2.1", 5353), b = value("10.0.2.2", 5353);
+  const conntrack::LeastConnCounter::Time t0 = conntrack::LeastConnCounter::Time{} + 10s;
+  for (uint32_t id = 1; id <= 3; ++id) c.update(entry(id, kVip, 53, "10.0.2.1", 5353, IPPROTO_UDP), t0);
+  // a: 3 inactive, b: 0; three arrivals: b, b, b (b reaches 3 only after them).
+  std::optional<std::vector<std::string>> udp;
+  for (auto& ch : c.takeChoices(rng, t0))
+    if (ch.owner == "ip all/udp/dns") udp = ch.values;
+  CHECK(udp == std::vector<std::string>{b});
+  c.update(entry(4, kVip, 53, "10.0.2.2", 5353, IPPROTO_UDP), t0);
+  c.update(entry(5, kVip, 53, "10.0.2.2", 5353, IPPROTO_UDP), t0);
+  // a: 3, b: 2, five arrivals: b (3), then a and b (4) twice: 5 named -> a 2, b 3.
+  udp.reset();
+  for (auto& ch : c.takeChoices(rng, t0))
+    if (ch.owner == "ip all/udp/dns") udp = ch.values;
+  CHECK(udp == std::vector<std::string>{a, a, b, b, b});
+}
+
+TEST_CASE("least connection: terminating endpoints are not chosen while ready ones exist") {
+  World w;
+  auto svc = service("ns", "lc", {kVip}, {port("http", 80)});
+  svc->meta.annotations[render::kSchedulerAnnotation] = "lc";
+  w.st.upsertService(svc);
+  auto endpoints = [&](bool readyOne) {
+    w.st.upsertSlice(slice("ns", "lc-1", "lc", {epPort("http", 8080)},
+                           {{"10.0.2.1", readyOne, true, !readyOne, "node-b"},
+                            {"10.0.2.2", false, true, true, "node-b"},
+                            {"10.0.2.3", false, true, true, "node-b"}}));
+  };
+  endpoints(true);
+  FakePipeline p(w.cfg);
+  p.renderer.setHostAddresses(w.host);
+  p.sync(w.st);
+  auto outcomeNow = [&] { return toVip(p.committed.ruleset, w.env); };
+  // One ready endpoint: the only one, whatever the counts say (no set to choose in).
+  CHECK(outcomeNow() == "10.0.2.1:8080 from 10.0.1.5");
+  CHECK(p.renderer.leastConnPorts().count("ns/lc") == 0);
+  // None ready: the serving terminating ones, chosen among by their counts.
+  endpoints(false);
+  w.st.changedServices.insert("ns/lc");
+  p.sync(w.st);
+  REQUIRE(p.renderer.leastConnPorts().count("ns/lc") == 1);
+  const auto& set = p.renderer.leastConnPorts().at("ns/lc")[0].sets.at(0);
+  CHECK(set.values.size() == 3);
+  CHECK(p.renderer.choose("ns/lc", set.owner, {value("10.0.2.2", 8080)}));
+  p.sync(w.st);
+  CHECK(outcomeNow() == "10.0.2.2:8080 from 10.0.1.5");
+}
+
+TEST_CASE("least connection: a burst's shares are slots, and a restart keeps them") {
+  state::ClusterState st = lcState("wlc", {{"10.0.2.1"}, {"10.0.2.2"}, {"10.0.2.3"}});
+  render::NodeConfig cfg;
+  cfg.nodeName = "node-a";
+  World w;
+  FakePipeline p(cfg);
+  p.sync(st);
+  p.renderer.choose("ns/lc", kOwner, {value("10.0.2.3", 8080), value("10.0.2.1", 8080), value("10.0.2.3", 8080)});
+  p.sync(st);
+  CHECK(toVip(p.committed.ruleset, w.env) == "10.0.2.1:8080 1/3 from 10.0.1.5; 10.0.2.3:8080 2/3 from 10.0.1.5");
+  nft::Plan plan = restartPlan(p, st, cfg);
+  CHECK_FALSE(plan.needsFull);
+  CHECK_MESSAGE(plan.txn.empty(), plan.txn.toText());
+}
+
 TEST_CASE("least connection: the event filter covers the frontends with at most the prefixes it has room for") {
   std::vector<conntrack::Ip> many;
   for (int i = 0; i < 1000; ++i) many.push_back(ip("10.96." + std::to_string(i / 250) + "." + std::to_string(i % 250)));
@@ -205,11 +334,7 @@ TEST_CASE("least connection: the slots name the chosen endpoints; a new choice c
   FakePipeline p(w.cfg);
   p.renderer.setHostAddresses(w.host);
   p.sync(w.st);
-  auto outcomeNow = [&] {
-    return outcome(nft::eval::evaluate(
-        p.committed.ruleset, packet(nft::eval::Entry::Prerouting, "10.0.1.5", kVip, 80, api::Protocol::TCP, "veth1"),
-        w.env));
-  };
+  auto outcomeNow = [&] { return toVip(p.committed.ruleset, w.env); };
   // No counts yet: every endpoint, at random.
   CHECK(outcomeNow() == "10.0.2.1:8080 1/3 from 10.0.1.5; 10.0.2.2:8080 1/3 from 10.0.1.5; 10.0.2.3:8080 1/3 from 10.0.1.5");
   const auto& ports = p.renderer.leastConnPorts();
@@ -236,13 +361,10 @@ TEST_CASE("least connection: the slots name the chosen endpoints; a new choice c
 }
 
 TEST_CASE("least connection: more endpoints than slots, affinity first, and a restart that keeps the kernel's choice") {
-  state::ClusterState st;
-  auto svc = service("ns", "lc", {kVip}, {port("http", 80)});
-  svc->meta.annotations[render::kSchedulerAnnotation] = "lc";
-  st.upsertService(svc);
   std::vector<Ep> eps;
   for (int i = 1; i <= 20; ++i) eps.push_back({"10.0.2." + std::to_string(i)});
-  st.upsertSlice(slice("ns", "lc-1", "lc", {epPort("http", 8080)}, eps));
+  state::ClusterState st = lcState("lc", eps);
+  auto svc = st.services.at("ns/lc");
   render::NodeConfig cfg;
   cfg.nodeName = "node-a";
   FakePipeline p(cfg);
@@ -254,12 +376,7 @@ TEST_CASE("least connection: more endpoints than slots, affinity first, and a re
 
   p.renderer.choose("ns/lc", kOwner, {value("10.0.2.7", 8080), value("10.0.2.19", 8080)});
   p.sync(st);
-  std::vector<nft::ListedTable> listed(2);
-  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
-  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
-  render::Renderer fresh(cfg);
-  fresh.adoptSlots(listed);
-  auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
+  nft::Plan plan = restartPlan(p, st, cfg);
   CHECK_FALSE(plan.needsFull);
   CHECK(plan.txn.empty());  // the two chosen slots are what a restart renders until a new choice
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -109,7 +110,7 @@ void LeastConnCounter::count(const Counted& c, int delta) {
   p.dirty = true;
 }
 
-void LeastConnCounter::update(const Flow& f) {
+void LeastConnCounter::update(const Flow& f, Time seen) {
   if (!f.id) return;
   auto port = byFrontend_.find({f.family, f.proto, {f.origDst, f.origDport}});
   if (port == byFrontend_.end()) port = byFrontend_.find({f.family, f.proto, {Ip{}, f.origDport}});
@@ -133,6 +134,7 @@ void LeastConnCounter::update(const Flow& f) {
   } else if (now) {
     flows_.emplace(*f.id, *now);
     count(*now, +1);
+    if (seen != Time{}) ports_[now->port].arrivals.push_back(seen);
   }
 }
 
@@ -151,36 +153,73 @@ void LeastConnCounter::beginResync() {
   }
 }
 
-std::vector<LeastConnChoice> LeastConnCounter::takeChoices(std::mt19937& rng) {
+std::vector<std::string> LeastConnCounter::choose(const Port& p, const Set& s, size_t want, std::mt19937& rng) const {
+  std::vector<uint64_t> overhead;
+  for (size_t i : s.endpoints) overhead.push_back(uint64_t(p.endpoints[i].active) * 256 + p.endpoints[i].inactive);
+  const uint64_t least = *std::min_element(overhead.begin(), overhead.end());
+  std::vector<std::string> tie;
+  for (size_t k = 0; k < s.endpoints.size(); ++k)
+    if (overhead[k] == least) tie.push_back(p.endpoints[s.endpoints[k]].value);
+  if (tie.size() > render::kLeastConnSlots) {
+    // A tie larger than the slots: keep the sample while it is still all in the tie.
+    const std::set<std::string> inTie(tie.begin(), tie.end());
+    bool keep = s.chosen.size() == render::kLeastConnSlots;
+    for (const std::string& v : s.chosen) keep = keep && inTie.count(v);
+    if (keep) return s.chosen;
+    std::vector<std::string> sample;
+    std::sample(tie.begin(), tie.end(), std::back_inserter(sample), render::kLeastConnSlots, rng);
+    return sample;
+  }
+  // Rounds of the least loaded, each adding one connection's weight to each endpoint of it, while
+  // fewer than `want` slots are named and the next round fits (a round is never split: a tie stays
+  // a tie).
+  const uint64_t weight = p.proto == IPPROTO_UDP ? 1 : 256;
+  std::vector<uint32_t> times(s.endpoints.size(), 0);
+  size_t named = 0;
+  for (;;) {
+    const uint64_t low = *std::min_element(overhead.begin(), overhead.end());
+    const size_t round = static_cast<size_t>(std::count(overhead.begin(), overhead.end(), low));
+    if (named > 0 && (named >= want || named + round > render::kLeastConnSlots)) break;
+    for (size_t k = 0; k < overhead.size(); ++k)
+      if (overhead[k] == low) ++times[k], overhead[k] += weight;
+    named += round;
+  }
+  // Each endpoint's share in the fewest slots: two named 8 times each are two slots.
+  uint32_t common = 0;
+  for (uint32_t t : times) common = std::gcd(common, t);
+  for (uint32_t& t : times) t /= common;
+  std::vector<std::string> values;
+  for (size_t k = 0; k < s.endpoints.size(); ++k)
+    values.insert(values.end(), times[k], p.endpoints[s.endpoints[k]].value);
+  return values;
+}
+
+std::vector<LeastConnChoice> LeastConnCounter::takeChoices(std::mt19937& rng, Time now) {
   std::vector<LeastConnChoice> out;
   for (Port& p : ports_) {
+    while (!p.arrivals.empty() && p.arrivals.front() + burstWindow_ <= now) {
+      p.arrivals.pop_front();
+      p.dirty = true;  // fewer expected: a narrower choice
+    }
     if (!p.dirty) continue;
     p.dirty = false;
+    const size_t want = std::clamp<size_t>(p.arrivals.size(), 1, render::kLeastConnSlots);
     for (Set& s : p.sets) {
       if (s.endpoints.empty()) continue;
-      auto overhead = [&](size_t i) { return uint64_t(p.endpoints[i].active) * 256 + p.endpoints[i].inactive; };
-      uint64_t least = std::numeric_limits<uint64_t>::max();
-      for (size_t i : s.endpoints) least = std::min(least, overhead(i));
-      std::vector<std::string> tie;
-      for (size_t i : s.endpoints)
-        if (overhead(i) == least) tie.push_back(p.endpoints[i].value);
-      std::vector<std::string> values;
-      if (tie.size() <= render::kLeastConnSlots) {
-        values = std::move(tie);
-      } else {
-        // A tie larger than the slots: keep the sample while it is still all in the tie.
-        const std::set<std::string> inTie(tie.begin(), tie.end());
-        bool keep = s.chosen.size() == render::kLeastConnSlots;
-        for (const std::string& v : s.chosen) keep = keep && inTie.count(v);
-        if (keep) values = s.chosen;
-        else std::sample(tie.begin(), tie.end(), std::back_inserter(values), render::kLeastConnSlots, rng);
-      }
+      std::vector<std::string> values = choose(p, s, want, rng);
       if (values == s.chosen) continue;
       s.chosen = values;
       out.push_back({p.spec.serviceKey, s.owner, std::move(values)});
     }
   }
   return out;
+}
+
+LeastConnCounter::Time LeastConnCounter::nextExpiry() const {
+  Time next = Time::max();
+  for (const Port& p : ports_)
+    if (!p.arrivals.empty()) next = std::min(next, p.arrivals.front() + burstWindow_);
+  return next;
 }
 
 std::vector<EndpointConnections> LeastConnCounter::endpointConnections() const {

@@ -88,10 +88,14 @@ void BackendOrders::adoptDestination(const std::string& destination, EndpointOrd
   adopted_[destination] = std::move(order);
 }
 
-const EndpointOrder* BackendOrders::adoptedOrder(const std::vector<std::string>& destinations) const {
+void BackendOrders::adoptListedSlots(const std::string& destination, EndpointOrder slots) {
+  adoptedSlots_[destination] = std::move(slots);
+}
+
+const EndpointOrder* BackendOrders::adoptedSlots(const std::vector<std::string>& destinations) const {
   for (const std::string& dest : destinations) {
-    auto a = adopted_.find(dest);
-    if (a != adopted_.end()) return &a->second;
+    auto a = adoptedSlots_.find(dest);
+    if (a != adoptedSlots_.end()) return &a->second;
   }
   return nullptr;
 }

@@ -42,14 +42,18 @@ class BackendOrders {
   // shared layout, whose elements are keyed by destination and slot).
   void adoptOwner(const std::string& serviceKey, const std::string& owner, EndpointOrder order);
   void adoptDestination(const std::string& destination, EndpointOrder order);
-  // What start-up listed at the first of `destinations` that had an order (null: none, or after
-  // dropAdopted): a least-connection destination's listed slots are its choice (least_conn.h).
-  const EndpointOrder* adoptedOrder(const std::vector<std::string>& destinations) const;
   void adoptTable(const std::string& destination, HashTable table);
+  // Every destination's dense slots as listed, repeats included: a least-connection destination's
+  // are its choice (least_conn.h), a burst's shares naming an endpoint more than once.
+  void adoptListedSlots(const std::string& destination, EndpointOrder slots);
+  // What start-up listed at the first of `destinations` that had slots (null: none, or after
+  // dropAdopted).
+  const EndpointOrder* adoptedSlots(const std::vector<std::string>& destinations) const;
   // After the first full render: adopted destinations not claimed by then never will be.
   void dropAdopted() {
     adopted_.clear();
     adoptedTables_.clear();
+    adoptedSlots_.clear();
   }
 
   const std::map<std::string, std::map<std::string, EndpointOrder>>& orders() const { return orders_; }
@@ -60,6 +64,7 @@ class BackendOrders {
   std::map<std::string, std::map<std::string, HashTable>> tables_;      // service -> table owner -> table
   std::map<std::string, EndpointOrder> adopted_;                         // destination -> order
   std::map<std::string, HashTable> adoptedTables_;                       // destination -> table
+  std::map<std::string, EndpointOrder> adoptedSlots_;                    // destination -> listed slots
 };
 
 // The sticky update itself: survivors keep their slot, newcomers (sorted) fill holes and then

@@ -1,7 +1,7 @@
 #include "pkg/render/least_conn.h"
 
 #include <algorithm>
-#include <set>
+#include <map>
 
 namespace kpn::render {
 
@@ -22,9 +22,12 @@ const std::vector<std::string>* LeastConnChoices::find(const std::string& servic
 std::vector<std::string> leastConnSlots(const EndpointOrder& order, const std::vector<std::string>* chosen) {
   std::vector<std::string> slots;
   if (chosen) {
-    const std::set<std::string> want(chosen->begin(), chosen->end());
+    // An endpoint named n times holds n slots (a burst's share, lc_counts.h), in the order's order.
+    std::map<std::string, size_t> times;
+    for (const std::string& v : *chosen) ++times[v];
     for (const std::string& v : order)
-      if (want.count(v) && slots.size() < kLeastConnSlots) slots.push_back(v);
+      if (auto t = times.find(v); t != times.end())
+        for (size_t i = 0; i < t->second && slots.size() < kLeastConnSlots; ++i) slots.push_back(v);
   }
   if (slots.empty()) slots.assign(order.begin(), order.begin() + static_cast<long>(std::min(order.size(), kLeastConnSlots)));
   return slots;

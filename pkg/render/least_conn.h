@@ -3,7 +3,8 @@
 // set of an lc service port, the endpoints with the least overhead (active x 256 + inactive), and
 // the destination's slots in its backends map name exactly those, so that the shared pick rules
 // (pick_chains.h: `numgen random mod k` over the k slots) spread new connections over the tie at
-// random. The choice is an input of the render, like the slot orders: a new choice re-renders that
+// random (in a burst, the shares of the next connections: pkg/conntrack/lc_counts.h). The choice
+// is an input of the render, like the slot orders: a new choice re-renders that
 // one service and changes only its slot elements, never a rule or a chain; until the next choice
 // lands the packet path keeps the last one, so a new connection never waits for the daemon.
 #pragma once
@@ -73,8 +74,9 @@ class LeastConnChoices {
 };
 
 // The slots of a least-connection destination: the chosen values that are in `order`, in its
-// order; without a choice that names one of them (a new service, or before the first counts),
-// the first kLeastConnSlots of the order.
+// order, each as many times as the choice names it (a burst's shares); without a choice that
+// names one of them (a new service, or before the first counts), the first kLeastConnSlots of the
+// order.
 std::vector<std::string> leastConnSlots(const EndpointOrder& order, const std::vector<std::string>* chosen);
 
 }  // namespace kpn::render

@@ -153,7 +153,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
       lc.sets.push_back({owner, order});
       const std::vector<std::string>* chosen = choices ? choices->find(s.key, owner) : nullptr;
       if (chosen) return chosen;
-      chosen = orders.adoptedOrder(from);
+      chosen = orders.adoptedSlots(from);
       if (chosen) out.adoptedChoices.emplace_back(owner, *chosen);
       return chosen;
     };

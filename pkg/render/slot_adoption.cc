@@ -44,6 +44,7 @@ void adoptSharedDispatch(Family f, const ListedTable& table, BackendOrders& orde
         if (slot != order.size()) break;  // not dense: adopt the dense beginning only
         order.push_back(value);
       }
+      orders.adoptListedSlots(id, order);
       // A source-hash destination's slots are its lookup table (source_hash_table.h), naming each
       // endpoint many times: adopted as that table, so that a restart moves no client.
       if (std::set<std::string>(order.begin(), order.end()).size() != order.size()) {
