@@ -78,6 +78,8 @@ std::unique_ptr<ConntrackEvents> ConntrackEvents::open(std::string* error) {
   return std::unique_ptr<ConntrackEvents>(new ConntrackEvents(fd));
 }
 
+ConntrackEvents::ConntrackEvents(int fd) : fd_(fd), buffer_(256 * 1024), parsed_(nfct_new(), nfct_destroy) {}
+
 ConntrackEvents::~ConntrackEvents() { close(fd_); }
 
 bool ConntrackEvents::setFilter(const EventFilter& f, std::string* error) {
@@ -115,14 +117,13 @@ bool ConntrackEvents::setFilter(const EventFilter& f, std::string* error) {
 }
 
 bool ConntrackEvents::drain(const std::function<void(Kind, const Flow&)>& fn, std::string* error) {
-  std::vector<char> in(256 * 1024);
-  std::unique_ptr<nf_conntrack, void (*)(nf_conntrack*)> ct(nfct_new(), nfct_destroy);
+  nf_conntrack* ct = parsed_.get();
   if (!ct) {
     *error = errnoText("nfct_new");
     return true;
   }
   for (;;) {
-    ssize_t n = recv(fd_, in.data(), in.size(), 0);
+    ssize_t n = recv(fd_, buffer_.data(), buffer_.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
@@ -131,14 +132,14 @@ bool ConntrackEvents::drain(const std::function<void(Kind, const Flow&)>& fn, st
       return true;
     }
     int len = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(in.data()); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buffer_.data()); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
       if ((h->nlmsg_type >> 8) != NFNL_SUBSYS_CTNETLINK) continue;
       const uint16_t msg = h->nlmsg_type & 0xff;
       if (msg != IPCTNL_MSG_CT_NEW && msg != IPCTNL_MSG_CT_DELETE) continue;
       ++received_;
-      clearOptionalAttrs(ct.get());
+      clearOptionalAttrs(ct);
       Flow f;
-      if (nfct_nlmsg_parse(h, ct.get()) < 0 || !toFlow(ct.get(), nfct_get_attr_u8(ct.get(), ATTR_ORIG_L4PROTO), &f))
+      if (nfct_nlmsg_parse(h, ct) < 0 || !toFlow(ct, nfct_get_attr_u8(ct, ATTR_ORIG_L4PROTO), &f))
         continue;
       fn(msg == IPCTNL_MSG_CT_DELETE ? Kind::Destroy : Kind::Update, f);
     }

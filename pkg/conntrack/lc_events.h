@@ -15,6 +15,8 @@
 
 #include "pkg/conntrack/flow.h"
 
+struct nf_conntrack;
+
 namespace kpn::conntrack {
 
 struct Prefix {
@@ -56,9 +58,12 @@ class ConntrackEvents {
   uint64_t received() const { return received_; }
 
  private:
-  explicit ConntrackEvents(int fd) : fd_(fd) {}
+  explicit ConntrackEvents(int fd);
   int fd_;
   uint64_t received_ = 0;
+  // Kept across drains: a fresh 256 KiB buffer per wake-up was most of the cost of an event.
+  std::vector<char> buffer_;
+  std::unique_ptr<nf_conntrack, void (*)(nf_conntrack*)> parsed_;
 };
 
 }  // namespace kpn::conntrack

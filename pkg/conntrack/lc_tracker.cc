@@ -149,7 +149,7 @@ void LeastConnTracker::loop() {
     if (kind == ConntrackEvents::Kind::Destroy) {
       if (f.id) counter.destroy(*f.id);
     } else {
-      counter.update(f);
+      counter.update(f, std::chrono::steady_clock::now());
     }
   };
   // Reads the queued events; a loss makes the next step a dump.
@@ -239,7 +239,8 @@ void LeastConnTracker::loop() {
       filter.reset();
       needResync = true;
     }
-    if (EventFilter want = filterFor(counter); !filter || !(*filter == want)) {
+    // Only when the ports change: covering a thousand frontends is not for every wake-up.
+    if (EventFilter want = (newPorts || !filter) ? filterFor(counter) : *filter; !filter || !(*filter == want)) {
       std::string error;
       if (!events->setFilter(want, &error)) failed(error);
       filter = want;
@@ -251,16 +252,16 @@ void LeastConnTracker::loop() {
       nextResync = std::chrono::steady_clock::now() + options_.resyncEvery;
       publishCounts(true);
     }
-    publish(counter.takeChoices(rng));
+    publish(counter.takeChoices(rng, std::chrono::steady_clock::now()));
 
-    auto until = nextResync;
+    auto until = std::min(nextResync, counter.nextExpiry());  // a burst's arrivals age out: choose again
     if (countsStale && options_.endpointCounts) until = std::min(until, countsAt + kCountsEvery);
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
     pollfd fds[2] = {{events->fd(), POLLIN, 0}, {wakeFd_, POLLIN, 0}};
     int n = poll(fds, 2, static_cast<int>(std::max<int64_t>(0, wait.count()) + 1));
     if (n > 0 && (fds[1].revents & POLLIN)) clear(wakeFd_);
     if (n > 0 && (fds[0].revents & POLLIN)) drain();
-    publish(counter.takeChoices(rng));
+    publish(counter.takeChoices(rng, std::chrono::steady_clock::now()));
     publishCounts(false);
   }
 }

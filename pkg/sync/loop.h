@@ -78,8 +78,10 @@ struct LoopTimings {
   std::chrono::nanoseconds minSyncPeriod = std::chrono::seconds(1);
   std::chrono::nanoseconds syncPeriod = std::chrono::seconds(30);
   std::chrono::nanoseconds firstRetry = std::chrono::milliseconds(500);
-  // Least time between two syncs of choices: bounds their cost under a storm of connections.
-  std::chrono::nanoseconds choiceGap = std::chrono::milliseconds(5);
+  // Least time between two syncs of choices: bounds their cost under a steady stream of
+  // connections (at most 50 commits a second: bench/lc_bench.py, docs/benchmarks.md); an idle
+  // loop syncs a choice at once.
+  std::chrono::nanoseconds choiceGap = std::chrono::milliseconds(20);
 };
 
 class SyncLoop {
