@@ -58,7 +58,7 @@ FUZZ_LIB_SRCS := $(filter-out pkg/kube/cpprest_transport.cc pkg/http/server.cc p
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_TARGETS  := $(patsubst unit/fuzz/%.cc,%,$(wildcard unit/fuzz/*.cc))
 
-.PHONY: all deps test unit unit-asan e2e chaos demo bench bench-conntrack bench-http fuzz image image-test clean
+.PHONY: all deps test unit unit-asan e2e chaos demo bench bench-conntrack bench-http bench-lc fuzz image image-test clean
 all: $(BIN)
 
 # Idempotent: installs only what is missing, so repeated calls cost a dpkg query.
@@ -164,6 +164,13 @@ bench: deps $(BIN)
 	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
 	$(MAKE) --no-print-directory bench-conntrack
 	$(MAKE) --no-print-directory bench-http
+	$(MAKE) --no-print-directory bench-lc
+
+# Least connection at 10k x 10, a tenth of the services lc, under steady real TCP connections:
+# the daemon's CPU per 1 000 new connections/s, the decision-to-kernel latency, RSS, bursts
+# (bench/lc_bench.py; root, ~3 min).
+bench-lc: deps $(BIN)
+	$(PYTHON) bench/lc_bench.py --binary $(BIN)
 
 # The health/metrics HTTP server's throughput, threads and fds: a measurement kept among the unit
 # tests (it shares their HTTP client) and skipped there, so it runs here. Then the daemon's ports

@@ -19,6 +19,9 @@ Requests:
         ONE long-lived TCP connection (an echo_server --stream port) exchanging a numbered line
         every `interval` seconds in a background thread; never reconnected: the first error ends it
         -> {"exchanges", "answers": {own-ip: n}, "failures": [[t, err]], "max_ms", "elapsed"}
+  {"op": "hold_open", "id", "host", "port", "timeout"?} -> {"result": str}
+        ONE long-lived TCP connection (an echo_server --stream port): sends one line and returns the
+        answer, then holds the connection open, idle, until {"op": "hold_close", "id"}
   {"op": "sctp_init", "host", "port", "sport", "count"?}  -> {"ok": true}
         sends raw SCTP INIT chunks (IPPROTO_SCTP raw socket, CRC32c checksum)
   {"op": "quit"}
@@ -283,6 +286,18 @@ def handle(req, state):
         return {"ok": True}
     if op == "stream_stop":
         return state["streams"].pop(req["id"]).stop()
+    if op == "hold_open":
+        try:
+            s = socket.create_connection((req["host"], req["port"]), timeout=req.get("timeout", 2.0))
+            s.sendall(b"1\n")
+            result = read_line(s) or "ERR:EMPTY"
+        except Exception as e:  # noqa: BLE001
+            return {"result": err_name(e)}
+        state.setdefault("held", {})[req["id"]] = s
+        return {"result": result}
+    if op == "hold_close":
+        state["held"].pop(req["id"]).close()
+        return {"ok": True}
     if op == "sctp_init":
         sctp_init(req["host"], req["port"], req["sport"], req.get("count", 1))
         return {"ok": True}

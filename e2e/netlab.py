@@ -396,6 +396,13 @@ class Agent:
     def stream_stop(self, sid):
         return self.call(op="stream_stop", id=sid)
 
+    def hold_open(self, hid, host, port, timeout=2.0):
+        """A long-lived TCP connection to an echo --stream port: the answer to its first line."""
+        return self.call(op="hold_open", id=hid, host=host, port=port, timeout=timeout)["result"]
+
+    def hold_close(self, hid):
+        self.call(op="hold_close", id=hid)
+
     def sctp_init(self, host, port, sport, count=1):
         self.call(op="sctp_init", host=host, port=port, sport=sport, count=count)
 

@@ -506,8 +506,9 @@ def test_nft_flush_ruleset_is_repaired_within_2s_under_a_20ms_connection_loop(la
 def every_feature(eps):
     """Services using every feature the renderer has: ClientIP affinity (v4 and v6, also on a high
     ClusterIP and port), round-robin,
-    source hash, eTP=Local LoadBalancer with source ranges and a health-check node port, eTP=Cluster
-    NodePort with external IPs, iTP=Local, a service without endpoints, IPv6."""
+    source hash, least connection (an eTP=Local NodePort), eTP=Local LoadBalancer with source
+    ranges and a health-check node port, eTP=Cluster NodePort with external IPs, iTP=Local, a
+    service without endpoints, IPv6."""
     ports = [("http", 80, "TCP", 8080)]
     v4, v6 = [p.v4 for p in eps], [p.v6 for p in eps]
 
@@ -533,8 +534,10 @@ def every_feature(eps):
     # Affinity on a ClusterIP above 128.0.0.0 and a port above 32767: numbers nft lists signed.
     high = service("high", [("http", 40000, "TCP", 8080)], ["172.30.9.17", "fd00:10:96::9:17"])
     high["spec"]["sessionAffinity"] = "ClientIP"
-    objs = [node_object(), sticky, rr, sh, lb, np, local, high, dual("noeps", 16)]
-    for s in ("sticky", "rr", "sh", "lb", "np", "local", "high"):
+    lc = dual("lc", 18, type="NodePort", ports=[("http", 80, "TCP", 8080, 30918)], etp="Local")
+    lc["metadata"]["annotations"] = {"kube-proxy-nft.io/scheduler": "lc"}
+    objs = [node_object(), sticky, rr, sh, lb, np, local, high, lc, dual("noeps", 16)]
+    for s in ("sticky", "rr", "sh", "lb", "np", "local", "high", "lc"):
         objs += slices(s)
     return objs
 
@@ -548,6 +551,15 @@ def test_a_restart_or_a_repair_over_an_intact_table_with_every_feature_commits_n
     d = lab.start_daemon()
     assert d.syncs()[0]["ops"] > 100, d.syncs()
     assert "affinity-default/sticky" in lab.table("ip") and "affinity-default/lb" in lab.table("ip6")
+    # One connection to the least-connection service: its slots then name the other endpoint only,
+    # the choice a restart must find and keep.
+    answer = lab.agent(lab.add_pod("client")).tcp("10.96.9.18", 80)
+    other = ({p.v4 for p in eps} - {answer.split()[0]}).pop()
+    deadline = time.monotonic() + 10
+    while f"10.96.9.18 . 80 . 0 comment \"default/lc:http\" : {other} . 8080" not in lab.table("ip") or \
+            "10.96.9.18 . 80 . 1 " in lab.table("ip"):
+        assert time.monotonic() < deadline, f"no least-connection choice of {other}:\n{lab.table('ip')}"
+        time.sleep(0.02)
     d.stop()
     d.start()
     first = d.wait_syncs(1)[0]

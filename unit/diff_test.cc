@@ -264,6 +264,40 @@ TEST_CASE("restart: reconciling with tables that already match changes nothing")
   CHECK(plan.txn.empty());
 }
 
+TEST_CASE("restart: a dual-stack NodePort's local endpoints keep their slots in each family") {
+  // The NodePort's slots are keyed by the port alone in both families' maps: adopting them by that
+  // key alone gave the IPv4 set the IPv6 listing's order (no endpoint in common: renumbered).
+  state::ClusterState st;
+  auto svc = service("default", "np", {"10.96.0.30", "fd00:96::30"}, {port("http", 80)});
+  svc->type = "NodePort";
+  svc->externalTrafficPolicy = "Local";
+  svc->ports[0].nodePort = 30930;
+  st.upsertService(svc);
+  auto endpoints = [&](std::vector<int> hosts) {
+    std::vector<Ep> v4, v6;
+    for (int h : hosts) {
+      v4.push_back({"10.244.1." + std::to_string(h), true, true, false, "node-a"});
+      v6.push_back({"fd00:244::" + std::to_string(h), true, true, false, "node-a"});
+    }
+    st.upsertSlice(slice("default", "np-4", "np", {epPort("http", 8080)}, v4));
+    st.upsertSlice(slice("default", "np-6", "np", {epPort("http", 8080)}, v6, "IPv6"));
+  };
+  endpoints({1, 2, 3});
+  Pipeline p;
+  p.sync(st);
+  endpoints({2, 3});  // the last moves into the hole: slots 3, 2, not sorted any more
+  p.sync(st);
+  std::vector<nft::ListedTable> listed(2);
+  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
+  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  render::Renderer fresh(smallConfig());
+  fresh.adoptSlots(listed);
+  auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
+  CHECK_FALSE(plan.needsFull);
+  CHECK_MESSAGE(plan.txn.empty(), plan.txn.toText());
+  CHECK(fresh.slots() == p.renderer.slots());
+}
+
 TEST_CASE("restart: reconciling repairs only what differs") {
   Pipeline p;
   auto st = twoServices();

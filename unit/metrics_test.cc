@@ -5,6 +5,7 @@
 
 #include "pkg/api/skip_report.h"
 #include "pkg/http/bind_address.h"
+#include "pkg/metrics/least_conn_metrics.h"
 #include "pkg/metrics/no_local_endpoints.h"
 #include "pkg/metrics/process_collector.h"
 #include "pkg/metrics/proxy_metrics.h"
@@ -289,4 +290,31 @@ TEST_CASE("no local endpoints: Local policies with endpoints only elsewhere, per
   changed = {"default/int"};
   idx.update(st, cfg, &changed);
   CHECK(idx.totals().internalV4 == 0);
+}
+
+TEST_CASE("metrics: least connection's choices and latency, and per-endpoint gauges only with the flag") {
+  metrics::ProxyMetrics m({"v1.2.3", "abcdef0123"});
+  metrics::LeastConnMetrics off(m.registry(), false);
+  off.setEndpointConnections({{"ns/db", "sql", "10.0.2.1:5432", 3, 1}});
+  off.landed(2, 0.003);
+  std::string t = m.scrape();
+  CHECK(has(t, "kubeproxy_nftables_least_connection_choices_total 2"));
+  CHECK(has(t, "kubeproxy_nftables_least_connection_choice_latency_seconds_count 1"));
+  CHECK(has(t, "kubeproxy_nftables_least_connection_choice_latency_seconds_bucket{le=\"0.004\"} 1"));
+  CHECK(t.find("kubeproxy_nftables_endpoint_connections") == std::string::npos);
+
+  metrics::ProxyMetrics m2({"v1.2.3", "abcdef0123"});
+  metrics::LeastConnMetrics on(m2.registry(), true);
+  on.setEndpointConnections({{"ns/db", "sql", "10.0.2.1:5432", 3, 1}, {"ns/db", "sql", "[fd00::1]:5432", 0, 2}});
+  t = m2.scrape();
+  CHECK(has(t, "kubeproxy_nftables_endpoint_connections{endpoint=\"10.0.2.1:5432\",namespace=\"ns\",port=\"sql\","
+               "service=\"db\",state=\"active\"} 3"));
+  CHECK(has(t, "kubeproxy_nftables_endpoint_connections{endpoint=\"[fd00::1]:5432\",namespace=\"ns\",port=\"sql\","
+               "service=\"db\",state=\"inactive\"} 2"));
+  // An endpoint that left takes its series with it.
+  on.setEndpointConnections({{"ns/db", "sql", "10.0.2.1:5432", 2, 0}});
+  t = m2.scrape();
+  CHECK(t.find("fd00::1") == std::string::npos);
+  CHECK(has(t, "kubeproxy_nftables_endpoint_connections{endpoint=\"10.0.2.1:5432\",namespace=\"ns\",port=\"sql\","
+               "service=\"db\",state=\"active\"} 2"));
 }

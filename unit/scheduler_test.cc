@@ -1,11 +1,11 @@
-// Schedulers: the names (ours and IPVS's), the Maglev table's shares and its disruption, and what
+// Schedulers: the names (ours and IPVS's), the source-hash table's shares and its moves, and what
 // the evaluator sees of round-robin and source-hash services.
 #include <doctest/doctest.h>
 
 #include <map>
 
 #include "pkg/config/node_config.h"
-#include "pkg/render/maglev.h"
+#include "pkg/render/source_hash_table.h"
 #include "pkg/render/scheduler.h"
 #include "unit/behaviour.h"
 #include "unit/fixtures.h"
@@ -26,7 +26,14 @@ TEST_CASE("scheduler: our names and IPVS's, warnings for what nftables cannot do
     CHECK(render::parseScheduler(h).scheduler == Scheduler::SourceHash);
     CHECK(render::parseScheduler(h).warning.empty());
   }
-  for (const char* r : {"lc", "wlc", "lblc", "lblcr", "dh", "sed", "nq"}) {
+  for (const char* l : {"lc", "least-connection"}) {
+    CHECK(render::parseScheduler(l).scheduler == Scheduler::LeastConnection);
+    CHECK(render::parseScheduler(l).warning.empty());
+  }
+  auto wlc = render::parseScheduler("wlc");
+  CHECK(wlc.scheduler == Scheduler::LeastConnection);
+  CHECK(wlc.warning.find("weights") != std::string::npos);
+  for (const char* r : {"lblc", "lblcr", "dh", "sed", "nq"}) {
     auto c = render::parseScheduler(r);
     CHECK(c.known);
     CHECK(c.scheduler == Scheduler::Random);
@@ -70,47 +77,47 @@ std::vector<std::string> names(int n, int from = 0) {
 
 }  // namespace
 
-TEST_CASE("maglev: every endpoint gets about M/N slots, whatever the order of the list") {
-  for (int n : {1, 2, 3, 5, 10, 25}) {
+TEST_CASE("source hash table: a new table gives every endpoint floor or ceil of M/N, whatever the order of the list") {
+  for (int n : {2, 3, 5, 10, 25, 100}) {
     auto eps = names(n);
-    uint32_t m = render::maglevTableSize(eps.size());
-    auto table = render::maglevTable(eps, m);
+    auto table = render::updateHashTable({}, eps);
+    uint32_t m = 16;
+    while (m < 8u * n) m *= 2;
     REQUIRE(table.size() == m);
-    std::map<uint32_t, int> share;
-    for (uint32_t t : table) share[t]++;
+    std::map<std::string, int> share;
+    for (size_t s = 0; s < table.size(); ++s) share[table.at(s)]++;
     CHECK(share.size() == static_cast<size_t>(n));
     for (const auto& [ep, count] : share) {
-      CHECK(count >= static_cast<int>(m / n) - 1);
-      CHECK(count <= static_cast<int>(m / n) + 2);
+      CHECK(count >= static_cast<int>(m / n));
+      CHECK(count <= static_cast<int>((m + n - 1) / n));
     }
     auto reversed = eps;
     std::reverse(reversed.begin(), reversed.end());
-    auto again = render::maglevTable(reversed, m);
-    for (uint32_t s = 0; s < m; ++s) CHECK(reversed[again[s]] == eps[table[s]]);
+    CHECK(render::updateHashTable({}, reversed) == table);
+    // Nothing changed: nothing moves.
+    CHECK(render::updateHashTable(table, reversed) == table);
   }
 }
 
-TEST_CASE("maglev: removing or adding one endpoint moves about 1/N of the slots, not almost all") {
+TEST_CASE("source hash table: a removed endpoint's slots go to the others, an added one takes only its share") {
   auto five = names(5);
-  const uint32_t m = render::maglevTableSize(5);
-  auto before = render::maglevTable(five, m);
+  auto before = render::updateHashTable({}, five);
   auto four = five;
   four.erase(four.begin() + 2);
-  auto after = render::maglevTable(four, m);
-  int movedOthers = 0, others = 0;
-  for (uint32_t s = 0; s < m; ++s) {
-    const std::string& was = five[before[s]];
-    if (was == five[2]) continue;  // its slots must move
-    ++others;
-    if (four[after[s]] != was) ++movedOthers;
-  }
-  MESSAGE("slots of the remaining endpoints that moved: " << movedOthers << " of " << others);
-  CHECK(movedOthers * 4 <= others);  // at most 1/4 (typically a few percent)
+  auto after = render::updateHashTable(before, four);
+  REQUIRE(after.size() == before.size());
+  for (size_t s = 0; s < before.size(); ++s)
+    if (before.at(s) != five[2]) CHECK(after.at(s) == before.at(s));  // nobody else moved
   auto six = names(6);
-  auto grown = render::maglevTable(six, m);
-  int moved = 0;
-  for (uint32_t s = 0; s < m; ++s) moved += six[grown[s]] != five[before[s]];
-  CHECK(moved <= static_cast<int>(m) / 6 + static_cast<int>(m) / 10);  // ~1/6, plus a little churn
+  auto grown = render::updateHashTable(before, six);
+  REQUIRE(grown.size() == before.size());
+  size_t moved = 0;
+  for (size_t s = 0; s < before.size(); ++s)
+    if (grown.at(s) != before.at(s)) {
+      CHECK(grown.at(s) == six[5]);  // every moved slot went to the newcomer
+      ++moved;
+    }
+  CHECK(moved == before.size() / 6);
 }
 
 TEST_CASE("behaviour: round-robin and source-hash services still reach every endpoint, each with its share") {
@@ -129,13 +136,14 @@ TEST_CASE("behaviour: round-robin and source-hash services still reach every end
         "10.0.2.1:8080 1/3 from 10.0.1.5; 10.0.2.2:8080 1/3 from 10.0.1.5; 10.0.2.3:8080 1/3 from 10.0.1.5");
   auto rr = w.trace(packet(nft::eval::Entry::Prerouting, "10.0.1.5", "172.30.0.20", 80, api::Protocol::TCP, "veth1"));
   for (const auto& c : rr.candidates) CHECK(c.selection == nft::eval::Selection::RoundRobin);
-  // Source hash: each endpoint's share of the 251 hash values (84/251, 84/251, 83/251).
+  // Source hash: each endpoint's share of the 32 hash values (11/32, 11/32, 10/32).
   auto sh = w.trace(packet(nft::eval::Entry::Prerouting, "10.0.1.5", "172.30.0.21", 80, api::Protocol::TCP, "veth1"));
   REQUIRE(sh.candidates.size() == 3);
   double total = 0;
   for (const auto& c : sh.candidates) {
     CHECK(c.selection == nft::eval::Selection::Hash);
-    CHECK(c.probability == doctest::Approx(1.0 / 3).epsilon(0.02));
+    const double slots = c.probability * 32;
+    CHECK((slots == doctest::Approx(10) || slots == doctest::Approx(11)));
     total += c.probability;
   }
   CHECK(total == doctest::Approx(1.0));

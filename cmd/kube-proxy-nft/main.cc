@@ -26,6 +26,7 @@
 #include "nft/kernel/nft_helper.h"
 #include "nft/static_declarations.h"
 #include "pkg/conntrack/cleanup_worker.h"
+#include "pkg/conntrack/lc_follower.h"
 #include "pkg/conntrack/netlink_table.h"
 #include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
@@ -42,6 +43,7 @@
 #include "pkg/localhost/sync_follower.h"
 #include "pkg/logging/glog_setup.h"
 #include "pkg/metrics/daemon_servers.h"
+#include "pkg/metrics/least_conn_metrics.h"
 #include "pkg/metrics/localhost_nodeports.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/metrics/sync_follower.h"
@@ -169,8 +171,19 @@ int main(int argc, char** argv) {
                                                   metrics.observeConntrackReconcile(family, r.seconds, r.deleted);
                                                 });
   kpn::conntrack::CleanupFollower conntrackFollower(state, cfg, conntrackWorker);
+  // Least connection: counts from conntrack on their own thread, choices synced as they come.
+  const bool endpointGauges = conf.options.endpointConnectionMetrics;
+  kpn::conntrack::LeastConnTracker lcTracker({std::chrono::seconds(30), endpointGauges});
+  kpn::metrics::LeastConnMetrics lcMetrics(metrics.registry(), endpointGauges);
+  kpn::conntrack::LeastConnFollower lcFollower(
+      renderer, lcTracker, [&lcMetrics](size_t n, double secs) { lcMetrics.landed(n, secs); },
+      endpointGauges ? kpn::conntrack::LeastConnFollower::Counts(
+                           [&lcMetrics](const auto& rows) { lcMetrics.setEndpointConnections(rows); })
+                     : nullptr);
+  loop.setChoices(&lcFollower);
   for (kpn::sync::SyncObserver* o : std::initializer_list<kpn::sync::SyncObserver*>{
-           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &syncLog, &conntrackFollower})
+           &proxyHealth, &healthFollower, &metrics, &metricsFollower, &latencyLog, &syncLog, &conntrackFollower,
+           &lcFollower})
     loop.addObserver(o);
   // NodePorts on loopback (a loopback entry in --nodeport-addresses): TCP listeners, after each sync.
   std::unique_ptr<kpn::localhost::Proxy> localhostProxy;

@@ -94,7 +94,8 @@ std::vector<FlagSpec> makeTable() {
        [](Loaded& l, S v) { l.config.detectLocal.interfaceNamePrefix = v; }},
       {"scheduler", K::Field, Sec::Rules, "string", "",
        "Scheduler of services without the kube-proxy-nft.io/scheduler annotation: random (the default), round-robin, "
-       "source-hash, or an IPVS name (rr, wrr: round-robin; sh, mh: source-hash) (ipvs.scheduler; docs/schedulers.md)",
+       "source-hash, least-connection, or an IPVS name (rr, wrr: round-robin; sh, mh: source-hash; lc, wlc: "
+       "least-connection) (ipvs.scheduler; docs/schedulers.md)",
        [](Loaded& l, S v) { l.config.ipvs.scheduler = v; }},
       {"ipvs-scheduler", K::Field, Sec::Rules, "string", "", "As --scheduler (ipvs.scheduler)",
        [](Loaded& l, S v) { l.config.ipvs.scheduler = v; }},
@@ -150,6 +151,10 @@ std::vector<FlagSpec> makeTable() {
       {"metrics-bind-address", K::Field, Sec::Servers, "IP:port", "127.0.0.1:10249",
        "IP:port of the /metrics server (metricsBindAddress); empty or port 0 disables",
        [](Loaded& l, S v) { l.config.metricsBindAddress = v; }},
+      {"endpoint-connection-metrics", K::Daemon, Sec::Servers, "bool", "false",
+       "Export kubeproxy_nftables_endpoint_connections: this node's active and inactive connections to each endpoint "
+       "of a least-connection service port (one series per endpoint and state: off by default for the cardinality)",
+       [](Loaded& l, S v) { l.options.endpointConnectionMetrics = flagBool("endpoint-connection-metrics", v); }},
       {"bind-address-hard-fail", K::Field, Sec::Servers, "bool", "false",
        "Exit when a server's port cannot be bound (bindAddressHardFail); else log and retry",
        [](Loaded& l, S v) { l.config.bindAddressHardFail = flagBool("bind-address-hard-fail", v); }},

@@ -31,7 +31,7 @@ std::optional<std::string> toNodeConfig(const ProxyConfig& c, render::NodeConfig
   out.scheduler = sched.scheduler;
   if (warnings && !sched.known)
     warnings->push_back("scheduler \"" + c.ipvs.scheduler +
-                        "\" is not one we know (random, round-robin, source-hash, or IPVS's rr, wrr, sh, mh, lc, ...): random");
+                        "\" is not one we know (random, round-robin, source-hash, least-connection, or IPVS's rr, wrr, sh, mh, lc, wlc, ...): random");
   if (warnings && !sched.warning.empty()) warnings->push_back(sched.warning);
   if (auto err = render::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
                                           c.detectLocal.interfaceNamePrefix, out))

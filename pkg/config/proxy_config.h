@@ -144,6 +144,7 @@ struct DaemonOptions {
   bool cleanup = false;
   bool cleanupIptables = true;  // --cleanup-iptables: remove upstream's iptables-mode leftovers
   bool initOnly = false;  // --init-only: probe, OOM score, conntrack sysctls, then exit
+  bool endpointConnectionMetrics = false;  // --endpoint-connection-metrics: per-endpoint gauges (least connection)
   // --status-socket: where the daemon answers `status` and `trace` (pkg/diag/local_socket.h):
   // @NAME (abstract) or a path; empty: none.
   std::string statusSocket = "@kube-proxy-nft/status";

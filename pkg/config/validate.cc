@@ -52,8 +52,8 @@ bool validPortRange(const std::string& s) {
 
 const char* const kModes[] = {"", "nftables", "iptables", "ipvs"};
 // IPVS's names, and ours (--scheduler writes the same field).
-const char* const kSchedulers[] = {"",   "rr", "wrr", "lc", "wlc", "lblc",   "lblcr",       "sh",
-                                   "dh", "sed", "nq", "mh", "random", "round-robin", "source-hash"};
+const char* const kSchedulers[] = {"",   "rr",  "wrr", "lc", "wlc",    "lblc",        "lblcr",       "sh",
+                                   "dh", "sed", "nq",  "mh", "random", "round-robin", "source-hash", "least-connection"};
 
 template <size_t N>
 bool oneOf(const std::string& v, const char* const (&list)[N]) {
@@ -108,7 +108,7 @@ std::vector<std::string> validate(const ProxyConfig& c) {
     e.duration("ipvs.tcpFinTimeout", c.ipvs.tcpFinTimeout, true);
     e.duration("ipvs.udpTimeout", c.ipvs.udpTimeout, true);
     if (!oneOf(c.ipvs.scheduler, kSchedulers))
-      e.add("ipvs.scheduler", quoted(c.ipvs.scheduler), "must be rr, wrr, lc, wlc, lblc, lblcr, sh, dh, sed, nq, mh, random, round-robin, source-hash or empty");
+      e.add("ipvs.scheduler", quoted(c.ipvs.scheduler), "must be rr, wrr, lc, wlc, lblc, lblcr, sh, dh, sed, nq, mh, random, round-robin, source-hash, least-connection or empty");
     for (size_t i = 0; i < c.ipvs.excludeCIDRs.size(); ++i)
       if (!net::parseCidr(c.ipvs.excludeCIDRs[i]))
         e.add("ipvs.excludeCIDRs[" + std::to_string(i) + "]", quoted(c.ipvs.excludeCIDRs[i]), "must be a valid CIDR");

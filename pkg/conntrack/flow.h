@@ -32,6 +32,7 @@ struct Flow {
   Ip origSrc, origDst, replySrc;
   uint16_t origSport = 0, origDport = 0, replySport = 0;  // host byte order
   bool replied = false;  // IPS_SEEN_REPLY: the other side answered at least once
+  uint8_t state = 0;     // TCP or SCTP conntrack state (TCP_CONNTRACK_*, SCTP_CONNTRACK_*); 0 for others
   std::optional<uint16_t> zone;
   std::optional<uint32_t> id;  // the kernel's id: deleting by it never hits a newer entry with the same tuple
 };

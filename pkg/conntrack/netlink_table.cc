@@ -66,7 +66,8 @@ nf_conntrack* toConntrack(const Flow& f, const Flow* reply) {
   return ct;
 }
 
-// The flow of one dumped entry, or false for one that is not a `proto` entry of IPv4 or IPv6.
+}  // namespace
+
 bool toFlow(const nf_conntrack* ct, uint8_t proto, Flow* out) {
   Flow f;
   if (nfct_get_attr_u8(ct, ATTR_ORIG_L4PROTO) != proto) return false;
@@ -80,11 +81,23 @@ bool toFlow(const nf_conntrack* ct, uint8_t proto, Flow* out) {
   f.origDport = ntohs(nfct_get_attr_u16(ct, ATTR_ORIG_PORT_DST));
   f.replySport = ntohs(nfct_get_attr_u16(ct, ATTR_REPL_PORT_SRC));
   f.replied = (nfct_get_attr_u32(ct, ATTR_STATUS) & IPS_SEEN_REPLY) != 0;
+  if (proto == IPPROTO_TCP && nfct_attr_is_set(ct, ATTR_TCP_STATE) > 0) f.state = nfct_get_attr_u8(ct, ATTR_TCP_STATE);
+  if (proto == IPPROTO_SCTP && nfct_attr_is_set(ct, ATTR_SCTP_STATE) > 0) f.state = nfct_get_attr_u8(ct, ATTR_SCTP_STATE);
   if (nfct_attr_is_set(ct, ATTR_ZONE) > 0) f.zone = nfct_get_attr_u16(ct, ATTR_ZONE);
   if (nfct_attr_is_set(ct, ATTR_ID) > 0) f.id = nfct_get_attr_u32(ct, ATTR_ID);
   *out = f;
   return true;
 }
+
+void clearOptionalAttrs(nf_conntrack* ct) {
+  nfct_attr_unset(ct, ATTR_ZONE);
+  nfct_attr_unset(ct, ATTR_ID);
+  nfct_attr_unset(ct, ATTR_STATUS);
+  nfct_attr_unset(ct, ATTR_TCP_STATE);
+  nfct_attr_unset(ct, ATTR_SCTP_STATE);
+}
+
+namespace {
 
 // Appends netlink attributes to a message in a buffer large enough for them (a dump request).
 struct AttrWriter {
@@ -227,9 +240,7 @@ bool NetlinkFlowTable::dumpOnce(uint8_t family, uint8_t proto, bool protoFilter,
     ++received_;
     Flow f;
     // Parsing sets what the message has: clear the optional attributes the previous one set.
-    nfct_attr_unset(ct.get(), ATTR_ZONE);
-    nfct_attr_unset(ct.get(), ATTR_ID);
-    nfct_attr_unset(ct.get(), ATTR_STATUS);
+    clearOptionalAttrs(ct.get());
     if (nfct_nlmsg_parse(h, ct.get()) < 0 || !toFlow(ct.get(), proto, &f)) return true;
     // Stopped: the rest of the dump stays in the socket; the caller drops this table.
     return fn(f);

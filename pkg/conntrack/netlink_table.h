@@ -14,8 +14,15 @@
 #include "pkg/conntrack/reconcile.h"
 
 struct nlmsghdr;
+struct nf_conntrack;
 
 namespace kpn::conntrack {
+
+// One parsed entry (nfct_nlmsg_parse) as a Flow, or false for one that is not a `proto` entry of
+// IPv4 or IPv6. clearOptionalAttrs before parsing the next message into the same object: parsing
+// only sets what a message has.
+bool toFlow(const nf_conntrack* ct, uint8_t proto, Flow* out);
+void clearOptionalAttrs(nf_conntrack* ct);
 
 class NetlinkFlowTable : public FlowTable {
  public:

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "pkg/render/source_hash_table.h"
+
 namespace kpn::render {
 
 using EndpointOrder = std::vector<std::string>;  // element value JSON (address . port); index = slot
@@ -22,24 +24,47 @@ class BackendOrders {
   // may give the order to keep; otherwise the endpoints are sorted.
   const EndpointOrder& place(const std::string& serviceKey, const std::string& owner,
                              const std::vector<std::string>& endpoints, const std::vector<std::string>& adoptFrom = {});
-  // Forgets every order of the service except those named in `keep`.
+  // Source hash: the lookup table of `owner` (source_hash_table.h) holding exactly `endpoints`,
+  // updated from its previous table; for an owner seen for the first time, the table listed at
+  // start-up for one of `adoptFrom`, if any. Its owner name is its own: tableOwner(owner).
+  const HashTable& placeTable(const std::string& serviceKey, const std::string& owner,
+                              const std::vector<std::string>& endpoints, const std::vector<std::string>& adoptFrom = {});
+  static std::string tableOwner(const std::string& owner) { return "hash " + owner; }
+  // Forgets every order and table of the service except those named in `keep`.
   void retain(const std::string& serviceKey, const std::vector<std::string>& keep);
-  void erase(const std::string& serviceKey) { orders_.erase(serviceKey); }
+  void erase(const std::string& serviceKey) {
+    orders_.erase(serviceKey);
+    tables_.erase(serviceKey);
+  }
 
   // Start-up: an order found in the kernel, by owner (the chain-per-service layout, whose service
-  // chains name their service) or by destination ("<map>|<destination key parts>", the shared
-  // layout, whose elements are keyed by destination and slot).
+  // chains name their service) or by destination ("<family> <map>|<destination key parts>", the
+  // shared layout, whose elements are keyed by destination and slot).
   void adoptOwner(const std::string& serviceKey, const std::string& owner, EndpointOrder order);
   void adoptDestination(const std::string& destination, EndpointOrder order);
+  void adoptTable(const std::string& destination, HashTable table);
+  // Every destination's dense slots as listed, repeats included: a least-connection destination's
+  // are its choice (least_conn.h), a burst's shares naming an endpoint more than once.
+  void adoptListedSlots(const std::string& destination, EndpointOrder slots);
+  // What start-up listed at the first of `destinations` that had slots (null: none, or after
+  // dropAdopted).
+  const EndpointOrder* adoptedSlots(const std::vector<std::string>& destinations) const;
   // After the first full render: adopted destinations not claimed by then never will be.
-  void dropAdopted() { adopted_.clear(); }
+  void dropAdopted() {
+    adopted_.clear();
+    adoptedTables_.clear();
+    adoptedSlots_.clear();
+  }
 
   const std::map<std::string, std::map<std::string, EndpointOrder>>& orders() const { return orders_; }
-  bool operator==(const BackendOrders& o) const { return orders_ == o.orders_; }
+  bool operator==(const BackendOrders& o) const { return orders_ == o.orders_ && tables_ == o.tables_; }
 
  private:
   std::map<std::string, std::map<std::string, EndpointOrder>> orders_;  // service -> owner -> order
+  std::map<std::string, std::map<std::string, HashTable>> tables_;      // service -> table owner -> table
   std::map<std::string, EndpointOrder> adopted_;                         // destination -> order
+  std::map<std::string, HashTable> adoptedTables_;                       // destination -> table
+  std::map<std::string, EndpointOrder> adoptedSlots_;                    // destination -> listed slots
 };
 
 // The sticky update itself: survivors keep their slot, newcomers (sorted) fill holes and then

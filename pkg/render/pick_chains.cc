@@ -1,6 +1,6 @@
 #include "pkg/render/pick_chains.h"
 
-#include "pkg/render/maglev.h"
+#include "pkg/render/source_hash_table.h"
 
 namespace kpn::render {
 

@@ -71,7 +71,7 @@ struct Pick {
   KeySpace space;
   api::Protocol proto;
   uint32_t endpoints;
-  // Source hash (scheduler.h): `endpoints` is then the size of the lookup table (maglev.h).
+  // Source hash (scheduler.h): `endpoints` is then the size of the lookup table (source_hash_table.h).
   bool sourceHash = false;
   std::string chainName() const;
   // The plain random pick of up to kPooledCounts endpoints: counted by its slots, no chain.

@@ -90,8 +90,9 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
   std::set<std::string> keySet;
   if (incremental) {
     keySet.insert(changed->begin(), changed->end());
+    keySet.insert(chosen_.begin(), chosen_.end());
     std::set<std::string> affected;
-    for (const std::string& key : *changed) claims_.update(key, proxied(key), &affected);
+    for (const std::string& key : keySet) claims_.update(key, proxied(key), &affected);
     keySet.insert(affected.begin(), affected.end());
   } else {
     claims_.clear();
@@ -114,17 +115,23 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
         for (const auto& [name, slice] : sl->second) slices.push_back(slice.get());
     }
     std::vector<std::string> placed;
+    std::vector<LeastConnPort> leastConn;
     for (size_t f = 0; f < last_.tables.size(); ++f) {
       Table& t = last_.tables[f];
       ServicePart sp;
-      if (svc) sp = renderServicePart(*svc, slices, cfg_, t.family, orders_, env_.of(t.family), &claims_);
+      if (svc) sp = renderServicePart(*svc, slices, cfg_, t.family, orders_, env_.of(t.family), &claims_, &choices_);
       placed.insert(placed.end(), sp.orderOwners.begin(), sp.orderOwners.end());
+      for (LeastConnPort& lc : sp.leastConn) leastConn.push_back(std::move(lc));
+      // What a restart found stays the choice until the counts make one (no render needed).
+      for (auto& [owner, values] : sp.adoptedChoices) choices_.set(key, owner, std::move(values));
       usePicks(f, key, std::move(sp.picks));
       if (sp.part) t.parts[ownerOf(key)] = std::move(sp.part);
       else t.parts.erase(ownerOf(key));
     }
     orders_.retain(key, placed);
+    noteLeastConn(key, std::move(leastConn));
   }
+  chosen_.clear();
   if (!incremental) {
     // Services that are gone keep no orders; listed orders nobody claimed are stale.
     std::vector<std::string> gone;
@@ -132,6 +139,10 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
       if (!proxied(key)) gone.push_back(key);
     for (const std::string& key : gone) orders_.erase(key);
     orders_.dropAdopted();
+    for (auto it = leastConn_.begin(); it != leastConn_.end();) {
+      if (proxied(it->first)) ++it;
+      else it = leastConn_.erase(it), ++leastConnVersion_;
+    }
   }
   // A count change inside the pool leaves the declared chains as they are: elements only.
   for (size_t f = 0; f < last_.tables.size(); ++f) {
@@ -143,6 +154,28 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
     if (incremental) touched_.insert(kPicksOwner);
   }
   return last_;
+}
+
+bool Renderer::choose(const std::string& serviceKey, const std::string& owner, std::vector<std::string> values) {
+  if (!choices_.set(serviceKey, owner, std::move(values))) return false;
+  chosen_.insert(serviceKey);
+  return true;
+}
+
+void Renderer::noteLeastConn(const std::string& key, std::vector<LeastConnPort> ports) {
+  auto it = leastConn_.find(key);
+  if (ports.empty()) {
+    choices_.erase(key);
+    if (it == leastConn_.end()) return;
+    leastConn_.erase(it);
+  } else if (it == leastConn_.end()) {
+    leastConn_.emplace(key, std::move(ports));
+  } else if (it->second != ports) {
+    it->second = std::move(ports);
+  } else {
+    return;
+  }
+  ++leastConnVersion_;
 }
 
 void Renderer::adoptSlots(const std::vector<ListedTable>& kernel) {

@@ -14,6 +14,7 @@
 #include "pkg/render/backend_order.h"
 #include "pkg/render/claims.h"
 #include "pkg/render/environment.h"
+#include "pkg/render/least_conn.h"
 #include "pkg/render/node_config.h"
 #include "pkg/render/service_part.h"
 #include "pkg/state/cluster_state.h"
@@ -37,6 +38,16 @@ class Renderer {
   // chain-per-service layout's before it), so the first sync after a restart or an upgrade keeps
   // every endpoint at its slot.
   void adoptSlots(const std::vector<nft::ListedTable>& kernel);
+
+  // Least connection (least_conn.h): the endpoints an endpoint set's slots name from now on. True
+  // when that differs from before: the service is rendered again by the next render, changed or not.
+  bool choose(const std::string& serviceKey, const std::string& owner, std::vector<std::string> values);
+  // Services with a new choice that no render has taken yet.
+  bool hasChoices() const { return !chosen_.empty(); }
+  // The least-connection ports of the last render, by service, and a number that grows whenever
+  // they change (what the connection counter watches).
+  const std::map<std::string, std::vector<LeastConnPort>>& leastConnPorts() const { return leastConn_; }
+  uint64_t leastConnVersion() const { return leastConnVersion_; }
 
   // This namespace's addresses (NodePort addresses, the node IP without a Node object); call
   // before render. Cheap to call every sync: an unchanged value changes nothing.
@@ -66,7 +77,12 @@ class Renderer {
   std::map<std::string, std::vector<Pick>> picksByService_[2];
   std::map<Pick, int> pickUsers_[2];
   PickLayout declaredPicks_[2];  // the pools and pick chains the last render declared (pick_chains.h)
+  LeastConnChoices choices_;
+  std::set<std::string> chosen_;  // services whose choice changed since their last render
+  std::map<std::string, std::vector<LeastConnPort>> leastConn_;
+  uint64_t leastConnVersion_ = 0;
   void usePicks(size_t family, const std::string& key, std::vector<Pick> picks);
+  void noteLeastConn(const std::string& key, std::vector<LeastConnPort> ports);
   bool lastWasIncremental_ = false;
 };
 

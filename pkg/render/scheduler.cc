@@ -9,6 +9,7 @@ const char* schedulerName(Scheduler s) {
     case Scheduler::Random: return "random";
     case Scheduler::RoundRobin: return "round-robin";
     case Scheduler::SourceHash: return "source-hash";
+    case Scheduler::LeastConnection: return "least-connection";
   }
   return "random";
 }
@@ -17,12 +18,11 @@ SchedulerChoice parseScheduler(const std::string& value) {
   static const std::map<std::string, Scheduler> exact = {
       {"", Scheduler::Random},           {"random", Scheduler::Random},          {"round-robin", Scheduler::RoundRobin},
       {"rr", Scheduler::RoundRobin},     {"source-hash", Scheduler::SourceHash}, {"sh", Scheduler::SourceHash},
-      {"mh", Scheduler::SourceHash},
+      {"mh", Scheduler::SourceHash},     {"least-connection", Scheduler::LeastConnection},
+      {"lc", Scheduler::LeastConnection},
   };
-  // What each IPVS scheduler needs that a stateless nftables rule cannot have.
+  // What each other IPVS scheduler needs that a stateless nftables rule cannot have.
   static const std::map<std::string, const char*> impossible = {
-      {"lc", "per-endpoint connection counts"},
-      {"wlc", "per-endpoint connection counts and weights"},
       {"lblc", "per-destination connection counts"},
       {"lblcr", "per-destination connection counts"},
       {"dh", "hashing the destination address, which is the service's own"},
@@ -35,6 +35,9 @@ SchedulerChoice parseScheduler(const std::string& value) {
   if (value == "wrr")
     return {Scheduler::RoundRobin, true,
             "scheduler \"wrr\": EndpointSlices carry no weights, so every endpoint has weight 1: round-robin"};
+  if (value == "wlc")
+    return {Scheduler::LeastConnection, true,
+            "scheduler \"wlc\": EndpointSlices carry no weights, so every endpoint has weight 1: least-connection"};
   if (auto i = impossible.find(value); i != impossible.end())
     return {Scheduler::Random, true,
             "scheduler \"" + value + "\" needs " + i->second + ", which nftables rules cannot see: random"};
@@ -48,7 +51,7 @@ Scheduler serviceScheduler(const api::Service& svc, Scheduler node, std::string*
   if (warning) {
     if (!c.known)
       *warning = std::string("annotation ") + kSchedulerAnnotation + "=\"" + a->second +
-                 "\" is not a scheduler (random, round-robin, source-hash): using " + schedulerName(node);
+                 "\" is not a scheduler (random, round-robin, source-hash, least-connection): using " + schedulerName(node);
     else
       *warning = c.warning;
   }

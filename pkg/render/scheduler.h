@@ -12,12 +12,13 @@ namespace kpn::render {
 enum class Scheduler {
   Random,      // numgen random (upstream's nftables mode)
   RoundRobin,  // numgen inc, a rule of its own per destination: exact rotation
-  SourceHash,  // jhash ip saddr over a Maglev lookup table: stateless, ~1/N moves per change
+  SourceHash,  // jhash ip saddr over a sticky lookup table: only a changed endpoint's clients move
+  LeastConnection,  // IPVS's lc from this node's conntrack: the slots name the least-loaded endpoints
 };
 
 inline const char* kSchedulerAnnotation = "kube-proxy-nft.io/scheduler";
 
-const char* schedulerName(Scheduler s);  // "random", "round-robin", "source-hash"
+const char* schedulerName(Scheduler s);  // "random", "round-robin", "source-hash", "least-connection"
 
 struct SchedulerChoice {
   Scheduler scheduler = Scheduler::Random;
@@ -26,8 +27,9 @@ struct SchedulerChoice {
 };
 
 // Our names and IPVS's: "" / random; round-robin / rr; wrr -> round-robin (EndpointSlices carry no
-// weights); source-hash / sh / mh; lc, wlc, lblc, lblcr, dh, sed, nq, fo, ovf -> random, with a
-// warning naming what nftables cannot do. Anything else: known=false.
+// weights); source-hash / sh / mh; least-connection / lc; wlc -> least-connection (no weights);
+// lblc, lblcr, dh, sed, nq, fo, ovf -> random, with a warning naming what nftables rules cannot
+// do. Anything else: known=false.
 SchedulerChoice parseScheduler(const std::string& value);
 
 // The service's scheduler: its annotation when it names one, else `node`. `warning` (if given)

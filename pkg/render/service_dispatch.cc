@@ -3,7 +3,6 @@
 
 #include "pkg/render/affinity.h"
 #include "pkg/render/layout.h"
-#include "pkg/render/maglev.h"
 #include "pkg/render/service_paths.h"
 
 namespace kpn::render {
@@ -21,8 +20,8 @@ Expr nodePortKey(api::Protocol proto, int32_t nodePort) {
 std::vector<Expr> addressSlotPrefix(const std::string& ip, int32_t port) { return {ex::addr(ip), ex::number(port)}; }
 std::vector<Expr> nodePortSlotPrefix(int32_t nodePort) { return {ex::number(nodePort)}; }
 
-std::string destinationId(KeySpace space, api::Protocol proto, const std::vector<Expr>& dest) {
-  std::string id = backendsMapName(space, proto) + "|";
+std::string destinationId(Family f, KeySpace space, api::Protocol proto, const std::vector<Expr>& dest) {
+  std::string id = std::string(familyName(f)) + " " + backendsMapName(space, proto) + "|";
   for (size_t i = 0; i < dest.size(); ++i) id += (i ? "," : "") + dest[i].json;
   return id;
 }
@@ -83,14 +82,20 @@ void affinityTo(PartBuilder& b, const PortPlan& p, KeySpace space, const Expr& d
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<Expr>& dest,
                 const Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order) {
   const std::string map = backendsMapName(space, p.sp.protocol);
-  const bool hashed = p.scheduler == Scheduler::SourceHash && !p.affinitySeconds && order.size() > 1;
-  Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), hashed};
-  if (hashed) {
-    // The slots are the destination's Maglev table over its endpoints, not its order.
-    pick.endpoints = maglevTableSize(order.size());
-    const std::vector<uint32_t> table = maglevTable(order, pick.endpoints);
-    for (size_t i = 0; i < table.size(); ++i)
-      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[table[i]], ""}, p.comment));
+  const bool local = &order == p.local;
+  const HashTable* table = local ? p.localTable : p.allTable;
+  Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), table != nullptr};
+  if (table) {
+    // The slots are the endpoint set's lookup table (source_hash_table.h), not its order.
+    pick.endpoints = static_cast<uint32_t>(table->size());
+    for (size_t i = 0; i < table->size(); ++i)
+      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{table->at(i), ""}, p.comment));
+  } else if (p.leastConn && order.size() > 1) {
+    // The slots are the chosen endpoints (least_conn.h), counted by the shared pick rules.
+    const std::vector<std::string> slots = leastConnSlots(order, local ? p.localChosen : p.allChosen);
+    pick.endpoints = static_cast<uint32_t>(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i)
+      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{slots[i], ""}, p.comment));
   } else {
     for (size_t i = 0; i < order.size(); ++i)
       b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, p.comment));

@@ -5,6 +5,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <set>
 
 #include "pkg/render/affinity.h"
 #include "pkg/render/comments.h"
@@ -54,7 +55,8 @@ std::vector<std::string> valuesOf(const std::vector<EndpointChoice>& eps) {
 
 ServicePart renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
                               const NodeConfig& cfg, Family family, BackendOrders& orders,
-                              const FamilyEnvironment& env, const DestinationClaims* claims) {
+                              const FamilyEnvironment& env, const DestinationClaims* claims,
+                              const LeastConnChoices* choices) {
   ServicePart out;
   ServiceContext s{svc, cfg, family, env, state::serviceKey(svc.meta.ns, svc.meta.name), "", false, false, {}, {}, false};
   for (const auto& ip : svc.clusterIPs)
@@ -97,8 +99,8 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     const char* proto = api::protocolName(sp.protocol);
     const std::string clusterDest = ipDestination(s.clusterIP, sp.protocol, sp.port);
     if (!seen.insert(clusterDest).second) continue;  // a duplicate port: the API would have refused it
-    PortPlan p{sp, servicePortComment(svc, sp), categorizeEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName, env.zone),
-               false, {}, std::nullopt, nullptr, nullptr, affinitySeconds(svc)};
+    PortPlan p{sp, servicePortComment(svc, sp), categorizeEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName, env.zone)};
+    p.affinitySeconds = affinitySeconds(svc);
     p.scheduler = scheduler;
     p.chainKey = s.key + "/" + proto + "/" + portKey(sp);
     p.affinityScope = affinityScope(s.clusterIP);
@@ -124,26 +126,65 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     const bool usesLocal = !p.eps.local.empty() && ((s.internalLocal && p.ownsClusterIP) || (s.externalLocal && p.external()));
     std::vector<std::string> allFrom, localFrom;
     const auto clusterSlots = addressSlotPrefix(s.clusterIP, sp.port);
-    (s.internalLocal ? localFrom : allFrom).push_back(destinationId(KeySpace::Address, sp.protocol, clusterSlots));
+    (s.internalLocal ? localFrom : allFrom).push_back(destinationId(family, KeySpace::Address, sp.protocol, clusterSlots));
     for (const auto& [ip, isVIP] : p.externalAddrs) {
-      allFrom.push_back(destinationId(KeySpace::Address, sp.protocol, addressSlotPrefix(ip, sp.port)));
-      localFrom.push_back(destinationId(KeySpace::LocalAddress, sp.protocol, addressSlotPrefix(ip, sp.port)));
+      allFrom.push_back(destinationId(family, KeySpace::Address, sp.protocol, addressSlotPrefix(ip, sp.port)));
+      localFrom.push_back(destinationId(family, KeySpace::LocalAddress, sp.protocol, addressSlotPrefix(ip, sp.port)));
     }
     if (p.nodePort) {
-      allFrom.push_back(destinationId(KeySpace::NodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
-      localFrom.push_back(destinationId(KeySpace::LocalNodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
+      allFrom.push_back(destinationId(family, KeySpace::NodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
+      localFrom.push_back(destinationId(family, KeySpace::LocalNodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
     }
+    // Source hash keeps a lookup table per endpoint set, beside its order (source_hash_table.h).
+    const bool hashed = scheduler == Scheduler::SourceHash && !p.affinitySeconds;
+    auto placeTable = [&](const std::string& owner, const std::vector<EndpointChoice>& eps,
+                          const std::vector<std::string>& from) -> const HashTable* {
+      if (!hashed || eps.size() < 2) return nullptr;
+      out.orderOwners.push_back(BackendOrders::tableOwner(owner));
+      return &orders.placeTable(s.key, owner, valuesOf(eps), from);
+    };
+    // Least connection: the sets' choices, and what the counter needs to know of the port.
+    p.leastConn = scheduler == Scheduler::LeastConnection && !p.affinitySeconds;
+    LeastConnPort lc;
+    // Before the first choice after a restart, the slots the kernel holds are the choice.
+    auto chooses = [&](const std::string& owner, const EndpointOrder& order,
+                       const std::vector<std::string>& from) -> const std::vector<std::string>* {
+      if (!p.leastConn || order.size() < 2) return nullptr;
+      lc.sets.push_back({owner, order});
+      const std::vector<std::string>* chosen = choices ? choices->find(s.key, owner) : nullptr;
+      if (chosen) return chosen;
+      chosen = orders.adoptedSlots(from);
+      if (chosen) out.adoptedChoices.emplace_back(owner, *chosen);
+      return chosen;
+    };
     if (usesAll) {
       std::string owner = orderOwner(family, false, proto, portKey(sp));
       p.all = &orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
+      p.allTable = placeTable(owner, p.eps.cluster, allFrom);
+      p.allChosen = chooses(owner, *p.all, allFrom);
       out.orderOwners.push_back(owner);
       addHairpins(b, p.eps.cluster);
     }
     if (usesLocal) {
       std::string owner = orderOwner(family, true, proto, portKey(sp));
       p.local = &orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
+      p.localTable = placeTable(owner, p.eps.local, localFrom);
+      p.localChosen = chooses(owner, *p.local, localFrom);
       out.orderOwners.push_back(owner);
       addHairpins(b, p.eps.local);
+    }
+    if (!lc.sets.empty()) {
+      lc.serviceKey = s.key, lc.portName = portKey(sp), lc.family = family, lc.protocol = sp.protocol;
+      lc.port = sp.port, lc.nodePort = p.nodePort;
+      if (p.ownsClusterIP) lc.frontendIps.push_back(s.clusterIP);
+      for (const auto& [ip, isVIP] : p.externalAddrs) lc.frontendIps.push_back(ip);
+      std::set<std::string> known;
+      for (const auto* eps : {&p.eps.cluster, &p.eps.local})
+        for (const EndpointChoice& ep : *eps) {
+          std::string value = ex::concat({ex::addr(ep.ip), ex::number(ep.port)}).json;
+          if (known.insert(value).second) lc.endpoints.push_back({ep.ip, ep.port, value});
+        }
+      out.leastConn.push_back(std::move(lc));
     }
 
     addClusterIPPath(b, s, p);

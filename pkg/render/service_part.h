@@ -15,6 +15,7 @@
 #include "pkg/render/backend_order.h"
 #include "pkg/render/claims.h"
 #include "pkg/render/environment.h"
+#include "pkg/render/least_conn.h"
 #include "pkg/render/node_config.h"
 #include "pkg/render/pick_chains.h"
 
@@ -29,13 +30,18 @@ struct ServicePart {
   nft::PartPtr part;                     // null: nothing in this family
   std::vector<Pick> picks;               // the shared picks its destinations use (pick_chains.h)
   std::vector<std::string> orderOwners;  // the endpoint orders it placed (BackendOrders owners)
+  std::vector<LeastConnPort> leastConn;  // its least-connection ports (least_conn.h)
+  // Sets that had no choice and took the slots start-up listed as theirs: owner -> values.
+  std::vector<std::pair<std::string, std::vector<std::string>>> adoptedChoices;
 };
 
 // `env`: this family's environment (node IPs for source ranges); `claims`: who holds contested
-// destinations (null: this service holds all).
+// destinations (null: this service holds all); `choices`: the least-connection choices (null: none
+// yet, every least-connection destination names its first endpoints).
 ServicePart renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
                               const NodeConfig& cfg, nft::Family family, BackendOrders& orders,
-                              const FamilyEnvironment& env = {}, const DestinationClaims* claims = nullptr);
+                              const FamilyEnvironment& env = {}, const DestinationClaims* claims = nullptr,
+                              const LeastConnChoices* choices = nullptr);
 
 // "<family> all/<proto>/<port>" or "<family> local/<proto>/<port>": a service's endpoint set.
 std::string orderOwner(nft::Family f, bool local, const std::string& proto, const std::string& portKey);

@@ -13,6 +13,7 @@
 #include "pkg/render/claims.h"
 #include "pkg/render/endpoints.h"
 #include "pkg/render/environment.h"
+#include "pkg/render/least_conn.h"
 #include "pkg/render/node_config.h"
 #include "pkg/render/pick_chains.h"
 
@@ -42,6 +43,13 @@ struct PortPlan {
   // The slot orders of the endpoint sets in use (null: that set is not used by any path).
   const EndpointOrder* all = nullptr;
   const EndpointOrder* local = nullptr;
+  // Source hash: the lookup tables of those sets (null: not hashed).
+  const HashTable* allTable = nullptr;
+  const HashTable* localTable = nullptr;
+  // Least connection (least_conn.h): the sets' slots are their chosen endpoints.
+  bool leastConn = false;
+  const std::vector<std::string>* allChosen = nullptr;
+  const std::vector<std::string>* localChosen = nullptr;
   uint32_t affinitySeconds = 0;  // ClientIP session affinity (0: none), for every path of the port
   std::vector<uint32_t> affinityScope;  // its entries' scope: the ClusterIP of this family (affinity.h)
   Scheduler scheduler = Scheduler::Random;  // the first pick (affinity keeps it random: affinity.h)
@@ -64,8 +72,9 @@ nft::Expr addressKey(const std::string& ip, api::Protocol proto, int32_t port); 
 nft::Expr nodePortKey(api::Protocol proto, int32_t nodePort);                     // proto . port
 std::vector<nft::Expr> addressSlotPrefix(const std::string& ip, int32_t port);  // ip . port (. slot)
 std::vector<nft::Expr> nodePortSlotPrefix(int32_t nodePort);                    // port (. slot)
-// "<map>|<destination parts JSON>": how BackendOrders names a listed destination.
-std::string destinationId(KeySpace space, api::Protocol proto, const std::vector<nft::Expr>& dest);
+// "<family> <map>|<destination parts JSON>": how BackendOrders names a listed destination (the
+// family too: a NodePort's key is its port alone in both families' maps).
+std::string destinationId(nft::Family f, KeySpace space, api::Protocol proto, const std::vector<nft::Expr>& dest);
 
 // The destination's slots in its key space's backends map, which are all a plain random pick of up
 // to 16 endpoints needs, or (affinity, schedulers, large counts) also its element in `dispatchMap`

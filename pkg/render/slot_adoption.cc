@@ -26,7 +26,7 @@ bool splitChainName(const std::string& chain, const std::string& prefix, std::st
   return true;
 }
 
-void adoptSharedDispatch(const ListedTable& table, BackendOrders& orders) {
+void adoptSharedDispatch(Family f, const ListedTable& table, BackendOrders& orders) {
   for (const std::string& map : backendsMapNames()) {
     auto set = table.sets.find(map);
     if (set == table.sets.end()) continue;
@@ -34,7 +34,7 @@ void adoptSharedDispatch(const ListedTable& table, BackendOrders& orders) {
     for (const auto& [key, value] : set->second.elements) {
       auto k = splitSlotKey(key);
       if (!k) continue;
-      std::string id = map + "|";
+      std::string id = std::string(familyName(f)) + " " + map + "|";
       for (size_t i = 0; i < k->prefix.size(); ++i) id += (i ? "," : "") + k->prefix[i];
       byDestination[id][k->slot] = value;
     }
@@ -44,9 +44,13 @@ void adoptSharedDispatch(const ListedTable& table, BackendOrders& orders) {
         if (slot != order.size()) break;  // not dense: adopt the dense beginning only
         order.push_back(value);
       }
-      // A source-hash destination's slots form a lookup table (maglev.h) naming each endpoint many
-      // times: not an order to adopt (its table depends on the endpoint set alone).
-      if (std::set<std::string>(order.begin(), order.end()).size() != order.size()) continue;
+      orders.adoptListedSlots(id, order);
+      // A source-hash destination's slots are its lookup table (source_hash_table.h), naming each
+      // endpoint many times: adopted as that table, so that a restart moves no client.
+      if (std::set<std::string>(order.begin(), order.end()).size() != order.size()) {
+        if (order.size() == slots.size()) orders.adoptTable(id, hashTableFromSlots(order));
+        continue;
+      }
       orders.adoptDestination(id, std::move(order));
     }
   }
@@ -83,7 +87,7 @@ void adoptChainPerService(Family f, const ListedTable& table, BackendOrders& ord
 }  // namespace
 
 void adoptOrders(Family f, const ListedTable& table, BackendOrders& orders) {
-  adoptSharedDispatch(table, orders);
+  adoptSharedDispatch(f, table, orders);
   adoptChainPerService(f, table, orders);
 }
 

@@ -43,9 +43,28 @@ SteadyTime SyncLoop::due(SteadyTime now) const {
   return d;
 }
 
+// Choices wait while the loop backs off after failures: the regular retry carries them.
+SteadyTime SyncLoop::choicesDue(SteadyTime now) const {
+  if (!choicesPending_ || failures_ > 0) return SteadyTime::max();
+  return std::max(lastChoices_ + timings_.choiceGap, now);
+}
+
+void SyncLoop::runChoices(SteadyTime now) {
+  lastChoices_ = now;
+  choicesPending_ = false;
+  SyncStats s = target_.syncChoices();
+  if (!s.ok) dirty_ = true;  // not now (after a failure, a repair): the next sync carries them
+  else if (choices_) choices_->landed(s);
+}
+
 SteadyTime SyncLoop::step() {
   SteadyTime now = clock_.now();
   SteadyTime next = due(now);
+  if (now < next && now >= choicesDue(now) && source_.hasSynced()) {
+    runChoices(now);
+    now = clock_.now();
+    next = due(now);
+  }
   if (now >= next) {
     if (!source_.hasSynced()) {
       // Until the source has seen everything the table stays exactly as it is: syncing a
@@ -62,7 +81,7 @@ SteadyTime SyncLoop::step() {
     }
   }
   for (SyncObserver* o : observers_) o->tick(now);
-  return next;
+  return std::min(next, choicesDue(now));
 }
 
 void SyncLoop::runSync(SteadyTime now) {
@@ -72,7 +91,11 @@ void SyncLoop::runSync(SteadyTime now) {
   // trigger time, reported by the sync that covers it.
   mergeEarliest(triggers_, source_.takeTriggerTimes());
   SyncReport report;
+  const bool carriesChoices = choicesPending_;
+  choicesPending_ = false;
   report.stats = target_.sync();
+  if (carriesChoices && choices_ && report.stats.ok) choices_->landed(report.stats);
+  if (carriesChoices && !report.stats.ok) choicesPending_ = true;
   SteadyTime end = clock_.now();
   report.duration = end - now;
   report.finished = clock_.wallNow();
@@ -104,16 +127,21 @@ void runSyncLoop(SyncLoop& loop, source::Source& source, int stopFd, nft::TableM
     SteadyTime next = loop.step();
     auto wait = std::min<std::chrono::nanoseconds>(next - loop.clock().now(), kMaxIdle);
     auto waitMs = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count() + 1);
-    // A negative fd is ignored by poll: the monitor and the wake fd are optional.
-    pollfd fds[4] = {{source.fd(), POLLIN, 0}, {stopFd, POLLIN, 0}, {monitor ? monitor->fd() : -1, POLLIN, 0},
-                     {wakeFd, POLLIN, 0}};
-    int n = poll(fds, 4, static_cast<int>(waitMs));
+    // A negative fd is ignored by poll: the monitor, the wake fd and the choices are optional.
+    ChoiceSource* choices = loop.choices();
+    pollfd fds[5] = {{source.fd(), POLLIN, 0},
+                     {stopFd, POLLIN, 0},
+                     {monitor ? monitor->fd() : -1, POLLIN, 0},
+                     {wakeFd, POLLIN, 0},
+                     {choices ? choices->fd() : -1, POLLIN, 0}};
+    int n = poll(fds, 5, static_cast<int>(waitMs));
     if (n > 0 && (fds[1].revents & POLLIN)) return;
     if (n > 0 && (fds[0].revents & POLLIN) && source.processEvents()) loop.changed();
     if (n > 0 && monitor && (fds[2].revents & POLLIN) && monitor->drain()) {
       LOG(WARNING) << "our nftables tables were changed by another process; verifying and repairing";
       loop.kernelChanged();
     }
+    if (n > 0 && choices && (fds[4].revents & POLLIN) && choices->take()) loop.chosen();
   }
 }
 

@@ -33,6 +33,22 @@ class SyncTarget {
   // Someone else changed our tables: the next sync must compare with the kernel, not with what
   // we believe is committed.
   virtual void kernelChanged() {}
+  // Render and commit only what a ChoiceSource asked for (below); not ok: leave it to sync().
+  virtual SyncStats syncChoices() { return {}; }
+};
+
+// Something outside the cluster's changes that wants services rendered again soon: least
+// connection's choices (pkg/conntrack/lc_follower.h). runSyncLoop polls fd() and calls take();
+// when it says yes, the loop syncs the choices (SyncTarget::syncChoices) at most every
+// LoopTimings::choiceGap, not held back by --min-sync-period, and tells no observer (nothing in the
+// cluster changed). A regular sync that comes first carries them.
+class ChoiceSource {
+ public:
+  virtual ~ChoiceSource() = default;
+  virtual int fd() const = 0;
+  virtual bool take() = 0;  // reads what is ready; true: a render is wanted
+  // The sync that carried them (a choices sync or a regular one) is done.
+  virtual void landed(const SyncStats&) {}
 };
 
 // What one sync did, for observers. Valid during the callback only.
@@ -62,6 +78,10 @@ struct LoopTimings {
   std::chrono::nanoseconds minSyncPeriod = std::chrono::seconds(1);
   std::chrono::nanoseconds syncPeriod = std::chrono::seconds(30);
   std::chrono::nanoseconds firstRetry = std::chrono::milliseconds(500);
+  // Least time between two syncs of choices: bounds their cost under a steady stream of
+  // connections (at most 50 commits a second: bench/lc_bench.py, docs/benchmarks.md); an idle
+  // loop syncs a choice at once.
+  std::chrono::nanoseconds choiceGap = std::chrono::milliseconds(20);
 };
 
 class SyncLoop {
@@ -76,6 +96,10 @@ class SyncLoop {
     target_.kernelChanged();
     changed();
   }
+  void setChoices(ChoiceSource* c) { choices_ = c; }
+  ChoiceSource* choices() const { return choices_; }
+  // The choice source has something to render.
+  void chosen() { choicesPending_ = true; }
   // Syncs if a sync is due and the source has synced; returns when the next step is due.
   SteadyTime step();
 
@@ -87,7 +111,9 @@ class SyncLoop {
 
  private:
   SteadyTime due(SteadyTime now) const;  // when the next sync is due, seen at `now`
+  SteadyTime choicesDue(SteadyTime now) const;
   void runSync(SteadyTime now);
+  void runChoices(SteadyTime now);
 
   const Clock& clock_;
   source::Source& source_;
@@ -103,6 +129,9 @@ class SyncLoop {
   int failures_ = 0;
   size_t syncs_ = 0;
   std::map<std::string, WallTime> triggers_;  // taken from the source, not yet reported as synced
+  ChoiceSource* choices_ = nullptr;
+  bool choicesPending_ = false;
+  SteadyTime lastChoices_{};
 };
 
 // Blocks: waits on the source's fd and stopFd (readable: stop), feeds changes to the loop and

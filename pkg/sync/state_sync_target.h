@@ -34,6 +34,7 @@ class StateSyncTarget : public SyncTarget {
     state_.changeCounts.pendingEndpoints.clear();
     return syncer_.sync(state_);
   }
+  SyncStats syncChoices() override { return syncer_.syncChoices(state_); }
   const std::set<std::string>* lastChanges() const override { return syncer_.lastChanges(); }
   std::optional<std::chrono::nanoseconds> retryIn() const override { return syncer_.retryIn(); }
   void kernelChanged() override { syncer_.kernelChanged(); }

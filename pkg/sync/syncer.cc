@@ -146,7 +146,7 @@ std::set<std::string> Syncer::rejectedServices() const {
 }
 
 SyncStats Syncer::sync(state::ClusterState& st) {
-  SyncStats stats;
+  SyncStats stats;  // what a sync that lists nothing returns
   lastWasIncremental_ = false;
   std::set<std::string> changed;
   changed.swap(st.changedServices);
@@ -157,7 +157,6 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   if (!familiesProbed_) probeFamilies();
   // Nothing changed on our side (a periodic sync, or a retry): check the kernel is as we left it.
   if (mode_ == Mode::Incremental && changed.empty() && fingerprintDiffers()) mode_ = Mode::Repair;
-  const bool allFamilies = families_.size() == renderer_.skeleton().tables.size();
 
   std::vector<nft::ListedTable> kernel;
   if (mode_ != Mode::Incremental) {
@@ -173,6 +172,22 @@ SyncStats Syncer::sync(state::ClusterState& st) {
     for (size_t i = 0; i < aligned.size(); ++i)
       if (families_.count(tables[i].family)) kernel.push_back(std::move(aligned[i]));
   }
+  return renderAndCommit(st, changed, kernel, false);
+}
+
+SyncStats Syncer::syncChoices(state::ClusterState& st) {
+  SyncStats stats;
+  if (mode_ != Mode::Incremental) return stats;  // the next sync compares with the kernel, choices included
+  stats.ok = true;
+  if (!renderer_.hasChoices()) return stats;
+  std::set<std::string> none;
+  return renderAndCommit(st, none, {}, true);
+}
+
+SyncStats Syncer::renderAndCommit(state::ClusterState& st, std::set<std::string>& changed,
+                                  const std::vector<nft::ListedTable>& kernel, bool choicesOnly) {
+  SyncStats stats;
+  const bool allFamilies = families_.size() == renderer_.skeleton().tables.size();
   auto tRender = std::chrono::steady_clock::now();
   const nft::Ruleset& rendered = renderer_.render(st, mode_ == Mode::Incremental ? &changed : nullptr);
   stats.renderMs = msSince(tRender);
@@ -197,6 +212,7 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   if (mode_ == Mode::Incremental && p.needsFull) {
     LOG(WARNING) << "a declaration or hook changed; resyncing fully";
     mode_ = Mode::Full;
+    if (choicesOnly) return stats;  // the next sync is full, with the choices
     st.changedServices.merge(changed);
     return sync(st);
   }
@@ -281,15 +297,18 @@ SyncStats Syncer::sync(state::ClusterState& st) {
   // Not `desired == &rendered ? rendered : std::move(filtered)`: that conditional is a prvalue,
   // a copy of the whole rendered ruleset (10k Parts' map: 3.4 ms after every change at 10k).
   nft::applyCommitted(committed_, *desired, p);
-  lastWasIncremental_ = mode_ == Mode::Incremental && refused.empty();
-  lastChanges_ = std::move(changed);
+  if (!choicesOnly) {
+    lastWasIncremental_ = mode_ == Mode::Incremental && refused.empty();
+    lastChanges_ = std::move(changed);
+  }
   mode_ = Mode::Incremental;
   stats.ok = true;
   if (afterCommit_ && afterCommit_()) afterCommit_ = nullptr;
   // A big transaction leaves libnftables' and our buffers' pages behind; hand them back.
   if (stats.ops > 10000) malloc_trim(0);
   stats.afterMs = msSince(tAfter);
-  VLOG(2) << "sync done full=" << stats.full << " ops=" << stats.ops << " render_ms=" << stats.renderMs
+  VLOG(2) << (choicesOnly ? "choices synced" : "sync done") << " full=" << stats.full << " ops=" << stats.ops
+          << " render_ms=" << stats.renderMs
           << " diff_ms=" << stats.diffMs << " commit_ms=" << stats.commitMs << " after_ms=" << stats.afterMs;
   return stats;
 }

@@ -55,6 +55,11 @@ class Syncer {
   // Consumes st's change journal. The first sync reconciles with whatever our tables already
   // hold (keeping what matches); after a failure the next one is full.
   SyncStats sync(state::ClusterState& st);
+  // Renders and commits only the services with a new least-connection choice (the renderer's,
+  // render/least_conn.h), leaving the journal to the next sync; nothing else of the cluster is
+  // looked at. Not ok, and nothing done, unless the last sync left the kernel as committed: the
+  // next sync then carries the choices.
+  SyncStats syncChoices(state::ClusterState& st);
 
   bool nextIsFull() const { return mode_ != Mode::Incremental; }
   // After a successful incremental sync: the service keys it took from the change journal.
@@ -95,6 +100,8 @@ class Syncer {
   void probeFamilies();
   std::vector<nft::TableId> ourTables() const;
   void takeFingerprint(std::optional<uint32_t> generation);
+  SyncStats renderAndCommit(state::ClusterState& st, std::set<std::string>& changed,
+                            const std::vector<nft::ListedTable>& kernel, bool choicesOnly);
   bool fingerprintDiffers();
   nft::Plan plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
                  const std::set<std::string>* onlyOwners, SyncStats::Plan* how = nullptr) const;
