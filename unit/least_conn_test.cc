@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "nft/evaluator.h"
+#include "nft/eval/evaluator.h"
 #include "nft/fake.h"
 #include "pkg/conntrack/lc_counts.h"
 #include "pkg/conntrack/lc_events.h"
