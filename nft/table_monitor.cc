@@ -62,6 +62,25 @@ void TableMonitor::noteOwnCommit(uint32_t generation) {
   if (ownGenerations_.size() > kMaxOwn) ownGenerations_.erase(ownGenerations_.begin());
 }
 
+void TableMonitor::deafen() {
+  int group = NFNLGRP_NFTABLES;
+  if (deaf_ || setsockopt(fd_, SOL_NETLINK, NETLINK_DROP_MEMBERSHIP, &group, sizeof group) < 0) return;
+  deaf_ = true;
+  missed_ = true;
+}
+
+void TableMonitor::listen() {
+  int group = NFNLGRP_NFTABLES;
+  if (!deaf_) return;
+  if (setsockopt(fd_, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) < 0) {
+    LOG(WARNING) << "nftables event subscription: " << std::strerror(errno)
+                 << ": outside changes to our tables are repaired by periodic syncs only";
+    return;
+  }
+  deaf_ = false;
+  batchTouchesOurs_ = false;  // a batch whose end we did not hear
+}
+
 std::unique_ptr<TableMonitor> TableMonitor::forTablesOf(const Ruleset& rs) {
   std::set<std::pair<Family, std::string>> tables;
   for (const Table& t : rs.tables) tables.emplace(t.family, t.name);
@@ -84,7 +103,8 @@ bool TableMonitor::ours(int family, const std::string& table) const {
 }
 
 bool TableMonitor::drain() {
-  bool damaged = false, lost = false;
+  bool damaged = false, lost = missed_ && !deaf_;
+  if (lost) missed_ = false;
   alignas(nlmsghdr) char buf[65536];
   for (;;) {
     ssize_t n = recv(fd_, buf, sizeof buf, 0);
