@@ -79,6 +79,19 @@ void TableMonitor::listen() {
   }
   deaf_ = false;
   batchTouchesOurs_ = false;  // a batch whose end we did not hear
+  // The usual case at once: only our commit in the window. Otherwise the window stays missed and
+  // the next drain() (the next event in the namespace) or the syncer's periodic fingerprint
+  // check finds the damage.
+  std::string error;
+  std::optional<uint32_t> now = readGeneration(&error);
+  if (now && accounted_ && onlyOwnCommitsSince(*accounted_, *now, ownGenerations_)) {
+    VLOG(2) << "nftables events missed while deaf during our own big commit (generations " << *accounted_ + 1
+            << ".." << *now << "); nobody else committed";
+    accounted_ = now;
+    missed_ = false;
+    // ownGenerations_ keeps the window's generations until the next drain(): events of a commit
+    // before deafen() may still wait in the socket.
+  }
 }
 
 std::unique_ptr<TableMonitor> TableMonitor::forTablesOf(const Ruleset& rs) {

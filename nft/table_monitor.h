@@ -49,9 +49,10 @@ class TableMonitor {
   // an event for every element and rule the commit adds (nf_tables_commit's notifications), which
   // a cold sync's storm overflows anyway; at 30k services x 10 that was most of the commit's
   // kernel time and grew faster than the state (docs/benchmarks.md, issue 27). Events of the
-  // window are missed, as after an overflow: the next drain() asks the kernel's generation and
-  // calls the window damage unless every commit in it was ours (noteOwnCommit). The next drain
-  // comes with the next event in the namespace (our next change included) or the periodic sync.
+  // window are missed, as after an overflow: listen() asks the kernel's generation at once, and
+  // when every commit in the window was ours (noteOwnCommit) that is the end of it; otherwise the
+  // window is damage, found by the next drain() (the next event in the namespace, our next
+  // change included) or by the syncer's fingerprint check at the next periodic sync.
   void deafen();
   void listen();
 
