@@ -161,7 +161,7 @@ bench-conntrack: deps $(BIN) $(BUILD)/conntrack-bench
 
 # BASELINE=path/to/an/older/kube-proxy-nft adds that binary's ClusterIP numbers to the same run.
 bench: deps $(BIN)
-	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE))
+	$(PYTHON) bench/run_bench.py $(if $(BASELINE),--baseline-binary=$(BASELINE)) $(if $(BENCH_SIZES),--sizes=$(BENCH_SIZES))
 	$(MAKE) --no-print-directory bench-conntrack
 	$(MAKE) --no-print-directory bench-http
 	$(MAKE) --no-print-directory bench-lc

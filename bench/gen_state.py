@@ -68,8 +68,8 @@ LB_IP_LAST = int(ipaddress.IPv4Address("172.31.255.254"))
 NODE_PORT_BASE = 20000
 
 
-def service_obj(name, cluster_ip, uid_n, external=None):
-    svc = _service_obj(name, cluster_ip, uid_n)
+def service_obj(name, cluster_ip, uid_n, external=None, proto="TCP"):
+    svc = _service_obj(name, cluster_ip, uid_n, proto)
     if external:
         spec = svc["spec"]
         spec["type"] = "LoadBalancer"
@@ -83,7 +83,7 @@ def service_obj(name, cluster_ip, uid_n, external=None):
     return svc
 
 
-def _service_obj(name, cluster_ip, uid_n):
+def _service_obj(name, cluster_ip, uid_n, proto="TCP"):
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -104,14 +104,14 @@ def _service_obj(name, cluster_ip, uid_n):
             "internalTrafficPolicy": "Cluster",
             "sessionAffinity": "None",
             "selector": {"app": name},
-            "ports": [{"name": PORT_NAME, "port": SVC_PORT, "protocol": "TCP",
+            "ports": [{"name": PORT_NAME, "port": SVC_PORT, "protocol": proto,
                        "targetPort": EP_PORT}],
         },
         "status": {"loadBalancer": {}},
     }
 
 
-def slice_obj(svc_name, ep_ips, uid_n, generation=1, local_first=False):
+def slice_obj(svc_name, ep_ips, uid_n, generation=1, local_first=False, proto="TCP"):
     return {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -141,7 +141,7 @@ def slice_obj(svc_name, ep_ips, uid_n, generation=1, local_first=False):
             }
             for k, ip in enumerate(ep_ips)
         ],
-        "ports": [{"name": PORT_NAME, "port": EP_PORT, "protocol": "TCP"}],
+        "ports": [{"name": PORT_NAME, "port": EP_PORT, "protocol": proto}],
     }
 
 
@@ -224,7 +224,8 @@ class State:
     def objects_for(self, name):
         s = self.services[name]
         ext = s.get("external")
-        svc = service_obj(name, s["ip"], s["uid"], ext)
+        proto = s.get("proto", "TCP")  # bench/datapath_bench.py makes some UDP
+        svc = service_obj(name, s["ip"], s["uid"], ext, proto)
         # Every 1/share-th service (and every probe, so that the measured changes hit them):
         # ClientIP affinity, or the scheduler annotation.
         share = self.share
@@ -235,7 +236,7 @@ class State:
         if picked and share["scheduler"]:
             svc["metadata"]["annotations"] = {"kube-proxy-nft.io/scheduler": share["scheduler"]}
         return [svc,
-                slice_obj(name, s["eps"], s["uid"], s["gen"], local_first=ext is not None)]
+                slice_obj(name, s["eps"], s["uid"], s["gen"], local_first=ext is not None, proto=proto)]
 
     def file_for(self, name):
         return name + ".json"

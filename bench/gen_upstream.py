@@ -115,34 +115,53 @@ def base_lines(t):
     return out
 
 
-def generate(state, table=TABLE):
-    """Returns the nft script (str) for all services of the state."""
+def service_lines(state, name, table=TABLE):
+    """One service's chains and rules; returns (lines, its service-ips element, its ClusterIP)."""
     T = "ip " + table
-    lines = base_lines(table)
     ns = gen_state.NAMESPACE
+    s = state.services[name]
+    proto = s.get("proto", "TCP").lower()  # bench/datapath_bench.py makes some services UDP
+    sc = service_chain(ns, name, proto)
+    lines = ["add chain %s %s" % (T, sc)]
+    eps = []
+    for ep in s["eps"]:
+        ec = endpoint_chain(ns, name, ep, gen_state.EP_PORT, proto)
+        eps.append(ec)
+        lines.append("add chain %s %s" % (T, ec))
+        lines.append("add rule %s %s ip saddr %s jump mark-for-masquerade" % (T, ec, ep))
+        lines.append("add rule %s %s meta l4proto %s dnat to %s:%d" % (T, ec, proto, ep, gen_state.EP_PORT))
+    lines.append("add rule %s %s ip daddr %s %s dport %d ip saddr != %s jump mark-for-masquerade"
+                 % (T, sc, s["ip"], proto, gen_state.SVC_PORT, CLUSTER_CIDR))
+    if eps:
+        vm = " , ".join("%d : goto %s" % (i, ec) for i, ec in enumerate(eps))
+        lines.append("add rule %s %s numgen random mod %d vmap { %s }" % (T, sc, len(eps), vm))
+    return lines, "%s . %s . %d : goto %s" % (s["ip"], proto, gen_state.SVC_PORT, sc), s["ip"]
+
+
+def generate_chunks(state, per_chunk=None, table=TABLE):
+    """The scripts for all services of the state: the base table, then the services, `per_chunk`
+    services per script (None: everything in one script, one transaction)."""
+    T = "ip " + table
     names = state.bulk_names + state.probe_names
-    svc_elems, ip_elems = [], []
-    for name in names:
-        s = state.services[name]
-        sc = service_chain(ns, name)
-        lines.append("add chain %s %s" % (T, sc))
-        eps = []
-        for ep in s["eps"]:
-            ec = endpoint_chain(ns, name, ep, gen_state.EP_PORT)
-            eps.append(ec)
-            lines.append("add chain %s %s" % (T, ec))
-            lines.append("add rule %s %s ip saddr %s jump mark-for-masquerade" % (T, ec, ep))
-            lines.append("add rule %s %s meta l4proto tcp dnat to %s:%d" % (T, ec, ep, gen_state.EP_PORT))
-        lines.append("add rule %s %s ip daddr %s tcp dport %d ip saddr != %s jump mark-for-masquerade"
-                     % (T, sc, s["ip"], gen_state.SVC_PORT, CLUSTER_CIDR))
-        if eps:
-            vm = " , ".join("%d : goto %s" % (i, ec) for i, ec in enumerate(eps))
-            lines.append("add rule %s %s numgen random mod %d vmap { %s }" % (T, sc, len(eps), vm))
-        svc_elems.append("%s . tcp . %d : goto %s" % (s["ip"], gen_state.SVC_PORT, sc))
-        ip_elems.append(s["ip"])
-    lines.append("add element %s service-ips { %s }" % (T, " , ".join(svc_elems)))
-    lines.append("add element %s cluster-ips { %s }" % (T, " , ".join(ip_elems)))
-    return "\n".join(lines) + "\n"
+    per_chunk = per_chunk or max(1, len(names))
+    scripts, lines = [], base_lines(table)
+    for c in range(0, len(names), per_chunk):
+        svc_elems, ip_elems = [], []
+        for name in names[c:c + per_chunk]:
+            more, elem, ip = service_lines(state, name, table)
+            lines += more
+            svc_elems.append(elem)
+            ip_elems.append(ip)
+        lines.append("add element %s service-ips { %s }" % (T, " , ".join(svc_elems)))
+        lines.append("add element %s cluster-ips { %s }" % (T, " , ".join(ip_elems)))
+        scripts.append("\n".join(lines) + "\n")
+        lines = []
+    return scripts
+
+
+def generate(state, table=TABLE):
+    """Returns the nft script (str) for all services of the state: one transaction."""
+    return generate_chunks(state, None, table)[0]
 
 
 def main():

@@ -43,6 +43,7 @@ sys.path.insert(0, HERE)
 import gen_state  # noqa: E402
 import gen_upstream  # noqa: E402
 import api_bench  # noqa: E402
+import datapath_bench  # noqa: E402
 
 SYNC_RE = re.compile(r"sync done full=(\d+) ops=(\d+) render_ms=([0-9.]+) diff_ms=([0-9.]+) "
                      r"commit_ms=([0-9.]+)(?: after_ms=([0-9.]+))?")
@@ -101,6 +102,10 @@ def cleanup_all():
         kill_proc(p, grace=2.0)
     for ns in list(_OWNED_NETNS):
         netns_delete(ns)
+    if os.path.isdir(MEMCG_ROOT):
+        for name in os.listdir(MEMCG_ROOT):
+            if name.startswith("kpnbench-%d-" % os.getpid()):
+                memcg_delete(os.path.join(MEMCG_ROOT, name))
 
 
 def _on_signal(signum, frame):
@@ -120,6 +125,39 @@ def _child_setup():
 # ---------------------------------------------------------------------------------------------
 # The daemon under test
 # ---------------------------------------------------------------------------------------------
+# The pod's view of memory: a memory cgroup (v1 here) per daemon holds it and its libnftables
+# helper process, as a container's would; a memory limit compares against this, not the
+# daemon's VmHWM. max_usage_in_bytes counts page cache too (the manifests read: ~31 MB at 10k).
+MEMCG_ROOT = "/sys/fs/cgroup/memory"
+
+
+def memcg_create(tag):
+    if not os.path.isdir(MEMCG_ROOT):
+        return None
+    path = os.path.join(MEMCG_ROOT, "kpnbench-%d-%s" % (os.getpid(), tag))
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
+def memcg_read_mib(path, name):
+    try:
+        with open(os.path.join(path, name)) as f:
+            return int(f.read()) / MiB
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def memcg_delete(path):
+    if path:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
 class DaemonDied(Exception):
     pass
 
@@ -143,9 +181,20 @@ class Daemon:
 
     def start(self):
         self.log = open(self.log_path, "w")
+        self.memcg = memcg_create(os.path.basename(self.log_path).rsplit(".", 1)[0])
+        memcg = self.memcg
+
+        def setup():
+            _child_setup()
+            if memcg:  # before the exec: the helper process the daemon starts lands there too
+                try:
+                    with open(os.path.join(memcg, "cgroup.procs"), "w") as f:
+                        f.write(str(os.getpid()))
+                except OSError:
+                    pass
         self.t_start = time.monotonic()
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, preexec_fn=_child_setup)
+                                     stderr=subprocess.STDOUT, preexec_fn=setup)
         _OWNED_PROCS[self.proc.pid] = self.proc
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -218,9 +267,34 @@ class Daemon:
             kill_proc(self.proc)
             self.reader.join(timeout=5)
             self.log.close()
+            for _ in range(50 if self.memcg else 0):  # the helper process leaves right after the daemon
+                memcg_delete(self.memcg)
+                if not os.path.isdir(self.memcg):
+                    break
+                time.sleep(0.1)
 
     def tail_text(self, n=15):
         return "\n".join("    | " + l for l in list(self.tail)[-n:])
+
+
+def start_owned(argv):
+    """Starts a helper process (a load server of datapath_bench.py) owned like the daemons."""
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, preexec_fn=_child_setup)
+    _OWNED_PROCS[p.pid] = p
+    return p
+
+
+def daemon_until_synced(binary, timeout=300.0):
+    """A function (manifests, netns, tag) that starts the daemon there and returns it after its
+    first `sync done`; it keeps running (owned) until cleanup_all()."""
+    def start(manifests, netns, tag):
+        logdir = os.path.join(ROOT, "build", "bench-logs")
+        os.makedirs(logdir, exist_ok=True)
+        d = Daemon(binary, manifests, netns, os.path.join(logdir, tag + ".log")).start()
+        d.next_sync(timeout)
+        return d
+    return start
 
 
 def sync_total(ev):
@@ -348,6 +422,9 @@ class Bench:
                                  % d.proc.returncode)
             r["rss_mib"] = d.status_kib("VmRSS") / 1024.0
             r["hwm_mib"] = d.status_kib("VmHWM") / 1024.0
+            # daemon + helper, page cache included: what a pod's memory limit sees
+            r["pod_peak_mib"] = memcg_read_mib(d.memcg, "memory.max_usage_in_bytes")
+            r["pod_mib"] = memcg_read_mib(d.memcg, "memory.usage_in_bytes")
             extra = d.drain()
             r["syncs_during_settle"] = len(extra)
             r["log"] = os.path.relpath(d.log_path, ROOT)
@@ -395,12 +472,41 @@ class Bench:
                 up["median_wall_ms"] = med([u["wall_ms"] for u in up["runs"]])
         return res
 
-    def cold_rounds(self, variants, n, e, runs):
+    def floor_script(self, state_dir, label):
+        """The floor of a cold start: this binary's own desired ruleset for the state (its
+        `--dry-run` text, native syntax, the same elements and comments it commits), elements
+        batched 1000 to a command as scale-floor.md section 6 loaded them, written to a file for
+        one `nft -f` (one transaction) in a fresh namespace. Returns the path."""
+        out = sh(self.a.binary, "--manifests=" + state_dir, "--hostname-override=" + gen_state.NODE_NAME,
+                 "--cluster-cidr=10.244.0.0/16", "--dry-run").stdout
+        path = os.path.join(self.tmp, "floor-%s.nft" % label)
+        with open(path, "w") as f:
+            f.write(batch_elements(out))
+        return path
+
+    def floor_run(self, label, path):
+        """One `nft -f` of a floor script, recorded under results["floor"][label]."""
+        res = self.results.setdefault("floor", {}).setdefault(label, {"runs": []})
+        try:
+            u = self.nft_load(path)
+        except (RuntimeError, subprocess.TimeoutExpired) as ex:
+            self.error("floor %s" % label, ex)
+            return
+        res["runs"].append(u)
+        res["median_wall_ms"] = med([x["wall_ms"] for x in res["runs"]])
+        res["median_maxrss_mib"] = med([x["maxrss_mib"] for x in res["runs"]])
+        say("  floor %-8s run %d: nft -f %8.1f ms (user %.2f s, sys %.2f s, peak RSS %.1f MiB)"
+            % (label, len(res["runs"]), u["wall_ms"], u["user_s"], u["sys_s"], u["maxrss_mib"]))
+
+    def cold_rounds(self, variants, n, e, runs, floors=()):
         """Cold runs of several (label, state dir, binary) variants taken in turns, so that the
-        machine's drift over the run (other users, page cache) hits all of them alike."""
+        machine's drift over the run (other users, page cache) hits all of them alike; each round
+        ends with one `nft -f` of each (label, floor script)."""
         for label, _, _ in variants:
             self.results["cold"][label] = {"services": n, "endpoints_per_service": e, "runs": []}
         for i in range(runs):
+            for label, path in floors:
+                self.floor_run(label, path)
             for label, state_dir, binary in variants:
                 res = self.results["cold"][label]
                 if res.get("failed"):
@@ -596,6 +702,32 @@ class Bench:
             "wall_ms": (ev["t"] - t0) * 1000.0, **({"noop": True} if ev.get("noop") else {})})
 
 
+ELEMENT_RE = re.compile(r"^add element (\S+ \S+ \S+) \{ (.*) \}$")
+
+
+def batch_elements(text, per=1000):
+    """`add element T S { e }` lines (the --dry-run text has one per element) merged, up to `per`
+    consecutive elements of the same set to one command; other lines unchanged."""
+    out, cur, elems = [], None, []
+
+    def flush():
+        if elems:
+            out.append("add element %s { %s }" % (cur, ", ".join(elems)))
+            elems.clear()
+    for line in text.splitlines():
+        m = ELEMENT_RE.match(line)
+        if not m:
+            flush()
+            out.append(line)
+            continue
+        if m.group(1) != cur or len(elems) >= per:
+            flush()
+            cur = m.group(1)
+        elems.append(m.group(2))
+    flush()
+    return "\n".join(out) + "\n"
+
+
 def say_cold(label, i, r):
     say("  cold %-8s run %d: sync %8.1f ms (render %.1f, diff %.1f, commit %.1f), wall %8.1f ms, "
         "ops %d, RSS %.1f MiB" % (label, i + 1, r["sync_ms"], r["render_ms"], r["diff_ms"],
@@ -608,7 +740,7 @@ def summarize_cold(res):
         return
     res["median"] = {k: med([r[k] for r in runs if r.get(k) is not None])
                      for k in ["render_ms", "diff_ms", "commit_ms", "sync_ms", "wall_ms", "read_ms",
-                               "ops", "rss_mib", "hwm_mib"]}
+                               "ops", "rss_mib", "hwm_mib", "pod_peak_mib", "pod_mib"]}
 
 
 def summarize_changes(k):
@@ -727,6 +859,98 @@ def report_flat(R):
               ["<"] + [">"] * 5))
 
 
+def report_floor(R, big):
+    """Our cold starts against the floor: one `nft -f` of the same state's ruleset, same run."""
+    fl = R.get("floor") or {}
+    rows = []
+    for label, f in fl.items():
+        ours = (R["cold"].get(label) or {}).get("median")
+        if not f.get("runs") or not ours:
+            continue
+        fw = f["median_wall_ms"]
+        rows.append([label, str(len(f["runs"])), fmt(fw), fmt(f["median_maxrss_mib"]), fmt(ours["sync_ms"]),
+                     fmt(ours["commit_ms"]), fmt(ours["wall_ms"]), "%.2fx" % (ours["sync_ms"] / fw),
+                     "%.2fx" % (ours["commit_ms"] / fw), "%.2fx" % (ours["wall_ms"] / fw)])
+    if rows:
+        say("")
+        say("== The floor: one `nft -f` of the same state (our --dry-run text, elements batched), fresh netns ==")
+        say(table(["state", "runs", "floor ms", "floor peak MiB", "our sync", "our commit", "our wall",
+                   "sync/floor", "commit/floor", "wall/floor"], rows))
+
+
+def issue27_targets(R, labels):
+    """Issue 27's targets, each a same-run ratio (or a size), with its verdict and, for a miss, the
+    measured parts that explain it."""
+    big, flat_big = labels[1], (R.get("flat_labels") or [None, None, None])[2]
+    cold, floors = R["cold"], R.get("floor") or {}
+    g = lambda lab, f: ((cold.get(lab) or {}).get("median") or {}).get(f)  # noqa: E731
+    fl = lambda lab: (floors.get(lab) or {}).get("median_wall_ms")  # noqa: E731
+    T = []
+
+    def target(name, value, op, limit, why, missing="not measured in this run"):
+        ok = None if value is None else (value <= limit if op == "<=" else value >= limit)
+        T.append({"name": name, "value": value, "op": op, "limit": limit, "pass": ok,
+                  "reason": missing if value is None else ("" if ok else why)})
+
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    def phases(lab):
+        return "render %s + diff %s + commit %s ms" % (fmt(g(lab, "render_ms"), 0), fmt(g(lab, "diff_ms"), 0),
+                                                      fmt(g(lab, "commit_ms"), 0))
+
+    f10 = fl(big)
+    target("cold %s sync / nft -f floor" % big, ratio(g(big, "sync_ms"), f10), "<=", 1.2,
+           "%s; the commit alone is %sx the floor" % (phases(big), fmt(ratio(g(big, "commit_ms"), f10), 2)))
+    target("cold %s start -> rules in (first traffic) / floor" % big, ratio(g(big, "wall_ms"), f10), "<=", 1.3,
+           "reading + decoding the manifests %s ms, then the sync %s ms" % (fmt(g(big, "read_ms"), 0),
+                                                                          fmt(g(big, "sync_ms"), 0)))
+    for lab, limit in ((flat_big, 3.2), ("50kx10", 5.3)):
+        why = "growth %s -> %s: render %sx, diff %sx, commit %sx; the floor itself %sx" % (
+            big, lab, *(fmt(ratio(g(lab, f), g(big, f)), 2) for f in ("render_ms", "diff_ms", "commit_ms")),
+            fmt(ratio(fl(lab), f10), 2))
+        target("cold %s / cold %s (sync)" % (lab, big), ratio(g(lab, "sync_ms"), g(big, "sync_ms")), "<=", limit,
+               why, "not run (make bench BENCH_SIZES=50k)" if lab == "50kx10" else "not measured")
+    target("peak RSS at 50kx10 (MiB, the daemon's VmHWM)", g("50kx10", "hwm_mib"), "<=", 450.0,
+           "pod peak (daemon + helper + page cache) %s MiB" % fmt(g("50kx10", "pod_peak_mib"), 0),
+           "not run (make bench BENCH_SIZES=50k)")
+    per = ["%s %s MiB/1k services" % (lab, fmt(ratio(g(lab, "rss_mib"), int(lab.split("k")[0])), 2))
+           for lab in (big, flat_big, "50kx10") if lab and g(lab, "rss_mib")]
+    R["rss_per_1k_services"] = per
+    target("settled RSS at %s (MiB)" % big, g(big, "rss_mib"), "<=", 80.0, "; ".join(per))
+    target("settled RSS %s / %s (state grew 3x)" % (flat_big, big), ratio(g(flat_big, "rss_mib"), g(big, "rss_mib")),
+           "<=", 3.0, "; ".join(per))
+    ext = big + "-ext"
+    target("external cold / ClusterIP cold (sync)", ratio(g(ext, "sync_ms"), g(big, "sync_ms")), "<=", 2.0,
+           "%s operations = %sx ClusterIP's; %s" % (fmt(g(ext, "ops"), 0), fmt(ratio(g(ext, "ops"), g(big, "ops")), 2),
+                                                    phases(ext)))
+    mine = (R.get("changes") or {}).get("kinds", {})
+    theirs = (R.get("changes_external") or {}).get("kinds", {})
+    for kind, what in CHANGE_NAMES.items():
+        a, o = mine.get(kind, {}), theirs.get(kind, {})
+        v = ratio(o["sync_ms"]["median"], a["sync_ms"]["median"]) if a.get("n") and o.get("n") else None
+        target("external %s / ClusterIP (sync median)" % what, v, "<=", 1.3,
+               "%s vs %s ms, %g vs %g ops" % (fmt(o.get("sync_ms", {}).get("median"), 2),
+                                            fmt(a.get("sync_ms", {}).get("median"), 2),
+                                            o.get("ops", {}).get("median", 0), a.get("ops", {}).get("median", 0)))
+    dp = (R.get("datapath") or {}).get("summary") or {}
+    for key in ["%s/%d" % (p, c) for p in datapath_bench.PROTOS for c in datapath_bench.COUNTS]:
+        s = dp.get(key) or {}
+        m = s.get("median_rate") or {}
+        for other in ("upstream", "small"):
+            target("data path %s: ours / %s (rate)" % (key, other), s.get("ours_over_" + other), ">=", 0.95,
+                   "%s/s vs %s/s (medians); upstream / small %s" % (
+                       fmt(m.get("ours"), 0), fmt(m.get(other), 0), fmt(s.get("upstream_over_small"), 3)),
+                   "not run (--datapath-rounds 0 or its error above)")
+    R["targets_issue27"] = T
+    say("")
+    say("== Targets (issue 27): same-run ratios; a miss says what the run measured for it ==")
+    rows = [[t["name"], fmt(t["value"], 3 if t["value"] is not None and t["value"] < 20 else 1),
+             "%s %g" % (t["op"], t["limit"]), "n/a" if t["pass"] is None else ("met" if t["pass"] else "MISSED"),
+             t["reason"]] for t in T]
+    say(table(["target", "value", "limit", "verdict", "reason"], rows, ["<", ">", "<", "<", "<"]))
+
+
 # ---------------------------------------------------------------------------------------------
 def report(b, labels, extra_labels=()):
     R = b.results
@@ -741,19 +965,20 @@ def report(b, labels, extra_labels=()):
         if not res:
             continue
         if not res["runs"]:
-            rows.append([label, "ERROR"] + [""] * 10)
+            rows.append([label, "ERROR"] + [""] * 11)
             continue
         for i, r in enumerate(res["runs"]):
             rows.append([label, str(i + 1), fmt(r["render_ms"]), fmt(r["diff_ms"]), fmt(r["commit_ms"]),
                          fmt(r["sync_ms"]), fmt(r["wall_ms"]), fmt(r["read_ms"]), str(r["ops"]),
-                         fmt(r["rss_mib"]), fmt(r["hwm_mib"])])
+                         fmt(r["rss_mib"]), fmt(r["hwm_mib"]), fmt(r.get("pod_peak_mib"))])
         if len(res["runs"]) > 1:
             m = res["median"]
             rows.append([label, "med", fmt(m["render_ms"]), fmt(m["diff_ms"]), fmt(m["commit_ms"]),
                          fmt(m["sync_ms"]), fmt(m["wall_ms"]), fmt(m["read_ms"]), "%d" % m["ops"],
-                         fmt(m["rss_mib"]), fmt(m["hwm_mib"])])
+                         fmt(m["rss_mib"]), fmt(m["hwm_mib"]), fmt(m.get("pod_peak_mib"))])
+    say("   pod peak = the memory cgroup's max usage: daemon + libnftables helper + page cache")
     say(table(["state", "run", "render", "diff", "commit", "sync", "wall", "read", "ops",
-               "RSS MiB", "peak MiB"], rows, ["<", "<"] + [">"] * 9))
+               "RSS MiB", "peak MiB", "pod peak MiB"], rows, ["<", "<"] + [">"] * 10))
 
     for key, what in [("changes", "ClusterIP services"), ("changes_external", "external services")] + \
             [(key, what) for _, key, what, _ in FEATURE_VARIANTS] + \
@@ -786,6 +1011,8 @@ def report(b, labels, extra_labels=()):
                    R["ratios"]["upstream_over_ours_wall"], ours["wall_ms"]))
 
     api_bench.report_api(R, say, table, fmt)
+    datapath_bench.report(R.get("datapath"), say, table)
+    report_floor(R, labels[1])
 
     # Targets
     say("")
@@ -801,6 +1028,7 @@ def report(b, labels, extra_labels=()):
     cold = R["cold"]
     g = lambda lab, f: (cold.get(lab) or {}).get("median", {}).get(f)  # noqa: E731
     # Issue 9's targets.
+    say("   issue 9's targets (absolute; this machine is shared: compare them with the floor below)")
     target("cold %s sync (render+diff+commit)" % big, g(big, "sync_ms"), 1.5, "s", 1e-3)
     target("cold %s start -> first commit (wall)" % big, g(big, "wall_ms"), 2.0, "s", 1e-3)
     target("cold %s sync (render+diff+commit)" % huge, g(huge, "sync_ms"), 2.5, "s", 1e-3)
@@ -833,6 +1061,7 @@ def report(b, labels, extra_labels=()):
             info.append("%s wall %.3f s (%s)" % (lab, w / 1000, "within" if w / 1000 <= lim else "over"))
     if info:
         say("   for information, wall incl. reading manifests: " + "; ".join(info))
+    issue27_targets(R, labels)
     if R["errors"]:
         say("")
         say("== Errors ==")
@@ -850,8 +1079,9 @@ def main():
     ap.add_argument("--probes", type=int, default=30, help="probe services (own small file each)")
     ap.add_argument("--changes", type=int, default=24, help="samples per change kind")
     ap.add_argument("--repeat-small", type=int, default=3, help="cold runs at 1k x 10 (and upstream)")
-    ap.add_argument("--repeat-big", type=int, default=2,
-                    help="cold runs at 10k x 10 (the last one continues with the changes) and 44k x 1")
+    ap.add_argument("--repeat-big", type=int, default=3,
+                    help="cold runs at 10k x 10 (the last one continues with the changes; each other one "
+                         "is paired with a run of its nft -f floor) and 44k x 1")
     ap.add_argument("--settle", type=float, default=2.0, help="s after the cold sync before RSS")
     ap.add_argument("--gap", type=float, default=0.03, help="s between writing the temp file and renaming")
     ap.add_argument("--cold-timeout", type=float, default=120.0)
@@ -864,7 +1094,14 @@ def main():
     ap.add_argument("--scheduler", default=None,
                     help="give --scheduler-share of the services (and every probe) this scheduler annotation")
     ap.add_argument("--scheduler-share", type=float, default=0.1)
+    ap.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", ""),
+                    help="bigger states for a cold sync and its floor, comma-separated thousands of services "
+                         "x 10 endpoints, e.g. 50k (env BENCH_SIZES; ~3 min for 50k)")
+    ap.add_argument("--datapath-rounds", type=int, default=9,
+                    help="interleaved rounds of the data path phase (0: skip it)")
+    ap.add_argument("--datapath-seconds", type=float, default=1.0, help="seconds per data path sample")
     a = ap.parse_args()
+    a.sizes = [int(x.strip().lower().rstrip("k")) * 1000 for x in a.sizes.split(",") if x.strip()]
     if a.affinity_share or a.scheduler:
         gen_state.set_share(a.affinity_share or a.scheduler_share, affinity=a.affinity_share > 0,
                             scheduler=a.scheduler)
@@ -873,6 +1110,8 @@ def main():
         a.changes = min(a.changes, 5)
         a.repeat_small = min(a.repeat_small, 2)
         a.repeat_big = 1
+        a.datapath_rounds = min(a.datapath_rounds, 1)
+        a.datapath_seconds = min(a.datapath_seconds, 0.3)
     else:
         sizes = [("1kx10", 1000, 10), ("10kx10", 10000, 10), ("44kx1", 44000, 1)]
     a.binary = os.path.abspath(a.binary)
@@ -938,12 +1177,14 @@ def main():
             features.append((l2 + suffix, stf, df, key, a.binary))
         if a.baseline_binary:
             variants.append((lb, d2, a.baseline_binary))
-        b.cold_rounds(variants, n2, e2, max(0, a.repeat_big - 1))
+        floor2 = b.floor_script(d2, l2)
+        b.cold_rounds(variants, n2, e2, max(0, a.repeat_big - 1), floors=[(l2, floor2)])
         series = [(l2, st2, d2, "changes", a.binary), (lx, st2x, d2x, "changes_external", a.binary)] + features
         if a.baseline_binary:
             # the same ClusterIP state in a directory of its own: each series changes its files
             st2b, d2b = b.gen(lb, n2, e2, a.probes)
             series.append((lb, st2b, d2b, "changes_baseline", a.baseline_binary))
+        b.floor_run(l2, floor2)  # next to the cold run the change series starts with
         b.change_phases(series)
         for _, _, d, _, _ in series:
             shutil.rmtree(d, ignore_errors=True)
@@ -954,6 +1195,7 @@ def main():
         st0, d0 = b.gen(l0, n1, e1, a.probes)
         st4, d4 = b.gen(l4, 3 * n2, e2, a.probes)
         flat = [(l0, st0, d0, "changes_small", a.binary), (l4, st4, d4, "changes_huge", a.binary)]
+        b.floor_run(l4, b.floor_script(d4, l4))  # the same cold start's floor, for the growth
         b.change_phases(flat)
         for _, _, d, _, _ in flat:
             shutil.rmtree(d, ignore_errors=True)
@@ -966,6 +1208,27 @@ def main():
         st3, d3 = b.gen(l3, n3, e3, a.probes)
         b.cold_phase(l3, n3, e3, a.repeat_big, d3)
         shutil.rmtree(d3, ignore_errors=True)
+
+        # Bigger clusters on request (BENCH_SIZES=50k: minutes of generating and loading each).
+        for n in a.sizes:
+            lab = "%dkx%d" % (n // 1000, e2)
+            say("-- %s: a cold sync and its nft -f floor" % lab)
+            stn, dn = b.gen(lab, n, e2, a.probes)
+            b.floor_run(lab, b.floor_script(dn, lab))
+            b.cold_phase(lab, n, e2, 1, dn)
+            shutil.rmtree(dn, ignore_errors=True)
+            b.results.setdefault("extra_sizes", []).append(lab)
+
+        if a.datapath_rounds:
+            say("-- data path at %s: new TCP connections and UDP flows per second (bench/datapath_bench.py)" % l2)
+            try:
+                b.results["datapath"] = datapath_bench.run(
+                    a.binary, n2, e2, a.datapath_rounds, a.datapath_seconds, say, sh, _OWNED_NETNS.add,
+                    start_owned, daemon_until_synced(a.binary, a.cold_timeout))
+            except (RuntimeError, DaemonDied, SyncTimeout, subprocess.CalledProcessError) as e:
+                b.error("data path", e)
+            finally:
+                cleanup_all()  # its daemons and servers: not needed beyond the phase
     except KeyboardInterrupt as e:
         interrupted = True
         say("\ninterrupted (%s): cleaning up" % (e or "Ctrl-C"))
@@ -980,7 +1243,8 @@ def main():
         b.close()
     b.results["duration_s"] = time.monotonic() - t_begin
     report(b, [s[0] for s in sizes], [sizes[1][0] + "-ext", sizes[1][0] + "-base"] +
-           [sizes[1][0] + suffix for suffix, _, _, _ in FEATURE_VARIANTS])
+           [sizes[1][0] + suffix for suffix, _, _, _ in FEATURE_VARIANTS] +
+           (b.results.get("flat_labels") or [None, None, None])[2:] + b.results.get("extra_sizes", []))
     say("")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:

@@ -55,15 +55,24 @@ class Runner {
   // by its PID in the kernel's initial PID namespace, which a daemon in a container cannot match
   // with the PIDs it sees; the generation is the same number in every namespace.
   void onOwnCommit(std::function<void(uint32_t generation)> note) { ownCommit_ = std::move(note); }
+  // Told just before (true) and just after (false) a commit of more than kBigCommitOps operations
+  // (a cold sync, a full resync): the table monitor stops listening meanwhile
+  // (TableMonitor::deafen). The commit's own generation is noted before the second call.
+  void onBigCommit(std::function<void(bool starting)> note) { bigCommit_ = std::move(note); }
+  static constexpr size_t kBigCommitOps = 10000;
 
  protected:
   // For implementations: report a change as ours when `before` and `after` say it was.
   void noteChange(std::optional<uint32_t> before, std::optional<uint32_t> after) const {
     if (ownCommit_ && before && after && *after == *before + 1) ownCommit_(*after);
   }
+  void noteBigCommit(bool starting) const {
+    if (bigCommit_) bigCommit_(starting);
+  }
 
  private:
   std::function<void(uint32_t)> ownCommit_;
+  std::function<void(bool)> bigCommit_;
 };
 
 }  // namespace kpn::nft

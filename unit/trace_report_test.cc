@@ -376,7 +376,7 @@ TEST_CASE("rule text: every rule we render reads as nft lists it, never as its J
         "ip daddr 172.30.0.0/16 drop", "ip6 daddr fd00:172:30::/112 drop", "ct state new jump firewall-check",
         "ip daddr . tcp dport . numgen random mod 1 offset 2 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 2 map @backends-tcp",
         "ip daddr . tcp dport . numgen random mod 1 @backends-tcp goto pick-tcp",
-        "fib saddr type != local ip saddr != 10.0.0.0/8 ip daddr . meta l4proto . th dport vmap @local-service-ips",
+        "ip saddr != 10.0.0.0/8 fib saddr type != local ip daddr . meta l4proto . th dport vmap @local-service-ips",
         "ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000",
         "ip saddr 203.0.113.0/25 return", "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"})
     CHECK_MESSAGE(texts.count(listed) == 1, listed);

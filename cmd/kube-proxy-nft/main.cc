@@ -208,7 +208,10 @@ int main(int argc, char** argv) {
   diagnosis.record(kpn::events::startingEvent(cfg.nodeName));  // upstream's "birth cry"
   LOG(INFO) << "kube-proxy-nft " << kpn::config::versionLine() << " on node " << cfg.nodeName << ", source: " << source.describe();
   auto monitor = kpn::nft::TableMonitor::forTablesOf(renderer.skeleton());  // repairs outside damage
-  if (monitor) runner.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
+  if (monitor) {
+    runner.onOwnCommit([m = monitor.get()](uint32_t generation) { m->noteOwnCommit(generation); });
+    runner.onBigCommit([m = monitor.get()](bool starting) { starting ? m->deafen() : m->listen(); });
+  }
   kpn::sync::runSyncLoop(loop, source, sigfd, monitor.get(), diagnosis.wakeFd());
   LOG(INFO) << "signal received; exiting with the ruleset in place";
   return 0;

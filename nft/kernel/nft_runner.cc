@@ -74,7 +74,10 @@ RunResult NftRunner::commitScratch(const std::string& table, const std::string& 
 RunResult NftRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
   std::string json = txn.toJson();
+  bool big = txn.size() > kBigCommitOps;
+  if (big) noteBigCommit(true);
   RunResult r = change(helper_, NftOp::Commit, json);
+  if (big) noteBigCommit(false);
   r.bytes = json.size();
   if (txn.size() > kRecycleAfterOps) helper_.renew();
   return r;

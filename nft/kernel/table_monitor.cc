@@ -62,6 +62,38 @@ void TableMonitor::noteOwnCommit(uint32_t generation) {
   if (ownGenerations_.size() > kMaxOwn) ownGenerations_.erase(ownGenerations_.begin());
 }
 
+void TableMonitor::deafen() {
+  int group = NFNLGRP_NFTABLES;
+  if (deaf_ || setsockopt(fd_, SOL_NETLINK, NETLINK_DROP_MEMBERSHIP, &group, sizeof group) < 0) return;
+  deaf_ = true;
+  missed_ = true;
+}
+
+void TableMonitor::listen() {
+  int group = NFNLGRP_NFTABLES;
+  if (!deaf_) return;
+  if (setsockopt(fd_, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) < 0) {
+    LOG(WARNING) << "nftables event subscription: " << std::strerror(errno)
+                 << ": outside changes to our tables are repaired by periodic syncs only";
+    return;
+  }
+  deaf_ = false;
+  batchTouchesOurs_ = false;  // a batch whose end we did not hear
+  // The usual case at once: only our commit in the window. Otherwise the window stays missed and
+  // the next drain() (the next event in the namespace) or the syncer's periodic fingerprint
+  // check finds the damage.
+  std::string error;
+  std::optional<uint32_t> now = readGeneration(&error);
+  if (now && accounted_ && onlyOwnCommitsSince(*accounted_, *now, ownGenerations_)) {
+    VLOG(2) << "nftables events missed while deaf during our own big commit (generations " << *accounted_ + 1
+            << ".." << *now << "); nobody else committed";
+    accounted_ = now;
+    missed_ = false;
+    // ownGenerations_ keeps the window's generations until the next drain(): events of a commit
+    // before deafen() may still wait in the socket.
+  }
+}
+
 std::unique_ptr<TableMonitor> TableMonitor::forTablesOf(const Ruleset& rs) {
   std::set<std::pair<Family, std::string>> tables;
   for (const Table& t : rs.tables) tables.emplace(t.family, t.name);
@@ -84,7 +116,8 @@ bool TableMonitor::ours(int family, const std::string& table) const {
 }
 
 bool TableMonitor::drain() {
-  bool damaged = false, lost = false;
+  bool damaged = false, lost = missed_ && !deaf_;
+  if (lost) missed_ = false;
   alignas(nlmsghdr) char buf[65536];
   for (;;) {
     ssize_t n = recv(fd_, buf, sizeof buf, 0);

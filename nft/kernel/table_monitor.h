@@ -45,11 +45,24 @@ class TableMonitor {
   // loop does: changes and drains happen on its thread).
   void noteOwnCommit(uint32_t generation);
 
+  // Deaf around a big commit of ours (Runner::onBigCommit): while anyone listens, the kernel builds
+  // an event for every element and rule the commit adds (nf_tables_commit's notifications), which
+  // a cold sync's storm overflows anyway; at 30k services x 10 that was most of the commit's
+  // kernel time and grew faster than the state (docs/benchmarks.md, issue 27). Events of the
+  // window are missed, as after an overflow: listen() asks the kernel's generation at once, and
+  // when every commit in the window was ours (noteOwnCommit) that is the end of it; otherwise the
+  // window is damage, found by the next drain() (the next event in the namespace, our next
+  // change included) or by the syncer's fingerprint check at the next periodic sync.
+  void deafen();
+  void listen();
+
  private:
   bool ours(int family, const std::string& table) const;
   int fd_ = -1;
   std::set<std::pair<Family, std::string>> tables_;
   bool batchTouchesOurs_ = false;  // since the last generation event
+  bool deaf_ = false;
+  bool missed_ = false;  // deaf for a while: the next drain() checks the generations
   // Every commit up to this generation was seen whole in events (or verified after a loss);
   // nullopt: unknown, so any loss is treated as damage.
   std::optional<uint32_t> accounted_;

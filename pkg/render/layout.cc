@@ -83,14 +83,19 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
   // externalTrafficPolicy=Local destinations: the node's own traffic takes every endpoint and is
   // masqueraded, pods (with a detector) take every endpoint with their source, and the rest (from
   // outside) only this node's endpoints, keeping its source.
+  // A `fib` match is a route lookup, the dearest expression on the first packet of every
+  // connection: it comes after the cheaper matches of its rule (a set lookup, the source CIDR), so
+  // a pod's connection to an ordinary ClusterIP makes no route lookup here at all
+  // (bench/datapath_bench.py).
   Stmt fromNode = st::match(ex::fib("saddr", "type"), "==", ex::symbol("local"));
   Stmt notFromNode = st::match(ex::fib("saddr", "type"), "!=", ex::symbol("local"));
-  services.push_back(makeRule({fromNode, st::matchSet(serviceKeyExpr(f), kLocalServiceIPs), markMasq},
+  services.push_back(makeRule({st::matchSet(serviceKeyExpr(f), kLocalServiceIPs), fromNode, markMasq},
                               "masquerade node traffic to eTP=Local services"));
-  services.push_back(onNodePortAddress({fromNode, st::matchSet(nodePortKey, kLocalServiceNodePorts), markMasq},
+  services.push_back(onNodePortAddress({st::matchSet(nodePortKey, kLocalServiceNodePorts), fromNode, markMasq},
                                        "masquerade node traffic to eTP=Local NodePorts"));
-  std::vector<Stmt> fromOutside = {notFromNode};
+  std::vector<Stmt> fromOutside;
   if (!env.localKind.empty()) fromOutside.push_back(localTrafficMatch(f, env, true));
+  fromOutside.push_back(notFromNode);
   std::vector<Stmt> outsideIPs = fromOutside, outsideNodePorts = fromOutside;
   outsideIPs.push_back(st::vmap(serviceKeyExpr(f), kLocalServiceIPs));
   outsideNodePorts.push_back(st::vmap(nodePortKey, kLocalServiceNodePorts));
