@@ -50,4 +50,15 @@ struct IpHash {
   }
 };
 
+// An address and a port: a frontend (ClusterIP:port) or an endpoint, as a hash key.
+struct IpPort {
+  Ip ip;
+  uint16_t port;
+  bool operator==(const IpPort& o) const { return port == o.port && ip == o.ip; }
+};
+
+struct IpPortHash {
+  size_t operator()(const IpPort& k) const { return IpHash()(k.ip) ^ (size_t(k.port) * 0x9E3779B97F4A7C15ull); }
+};
+
 }  // namespace kpn::conntrack

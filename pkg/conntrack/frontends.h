@@ -33,14 +33,6 @@ class Frontends {
   bool isStale(const Flow& f) const;
 
  private:
-  struct IpPort {
-    Ip ip;
-    uint16_t port;
-    bool operator==(const IpPort& o) const { return port == o.port && ip == o.ip; }
-  };
-  struct IpPortHash {
-    size_t operator()(const IpPort& k) const { return IpHash()(k.ip) ^ (size_t(k.port) * 0x9E3779B97F4A7C15ull); }
-  };
   struct Claim {
     std::string rank;
     const EndpointIps* endpoints;

@@ -92,14 +92,6 @@ class LeastConnCounter {
   std::vector<uint8_t> protocols(uint8_t family) const;  // IPPROTO_* of the ports
 
  private:
-  struct IpPort {
-    Ip ip;
-    uint16_t port;
-    bool operator==(const IpPort& o) const { return port == o.port && ip == o.ip; }
-  };
-  struct IpPortHash {
-    size_t operator()(const IpPort& k) const { return IpHash()(k.ip) ^ (size_t(k.port) * 0x9E3779B97F4A7C15ull); }
-  };
   struct Frontend {  // family, protocol, address (zero for a NodePort), port
     uint8_t family, proto;
     IpPort where;
