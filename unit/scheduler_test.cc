@@ -33,12 +33,21 @@ TEST_CASE("scheduler: our names and IPVS's, warnings for what nftables cannot do
   auto wlc = render::parseScheduler("wlc");
   CHECK(wlc.scheduler == Scheduler::LeastConnection);
   CHECK(wlc.warning.find("weights") != std::string::npos);
-  for (const char* r : {"lblc", "lblcr", "dh", "sed", "nq"}) {
+  // Each fallback names the scheduler, says why, and that it is random.
+  const std::map<std::string, std::string> why = {{"lblc", "nftables rules cannot see"},
+                                                  {"lblcr", "nftables rules cannot see"},
+                                                  {"dh", "the destination address"},
+                                                  {"sed", "least-connection, lc, is the nearest"},
+                                                  {"nq", "least-connection, lc, is the nearest"},
+                                                  {"fo", "weights"},
+                                                  {"ovf", "weights"}};
+  for (const auto& [r, reason] : why) {
     auto c = render::parseScheduler(r);
     CHECK(c.known);
     CHECK(c.scheduler == Scheduler::Random);
-    CHECK(c.warning.find(std::string("\"") + r + "\"") != std::string::npos);
-    CHECK(c.warning.find("nftables") != std::string::npos);
+    CHECK(c.warning.find("\"" + r + "\"") != std::string::npos);
+    CHECK(c.warning.find(reason) != std::string::npos);
+    CHECK(c.warning.substr(c.warning.size() - 8) == ": random");
   }
   CHECK_FALSE(render::parseScheduler("fastest").known);
 

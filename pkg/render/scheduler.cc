@@ -22,14 +22,15 @@ SchedulerChoice parseScheduler(const std::string& value) {
       {"lc", Scheduler::LeastConnection},
   };
   // What each other IPVS scheduler needs that a stateless nftables rule cannot have.
+  // Why each IPVS scheduler we do not implement falls back to random.
   static const std::map<std::string, const char*> impossible = {
-      {"lblc", "per-destination connection counts"},
-      {"lblcr", "per-destination connection counts"},
-      {"dh", "hashing the destination address, which is the service's own"},
-      {"sed", "per-endpoint connection counts"},
-      {"nq", "per-endpoint connection counts"},
-      {"fo", "endpoint weights"},
-      {"ovf", "endpoint weights and connection counts"},
+      {"lblc", "needs per-destination connection counts, which nftables rules cannot see"},
+      {"lblcr", "needs per-destination connection counts, which nftables rules cannot see"},
+      {"dh", "hashes the destination address, which is the service's own"},
+      {"sed", "shortest expected delay is not implemented (least-connection, lc, is the nearest)"},
+      {"nq", "never-queue is not implemented (least-connection, lc, is the nearest)"},
+      {"fo", "needs endpoint weights, which EndpointSlices do not carry"},
+      {"ovf", "needs endpoint weights, which EndpointSlices do not carry"},
   };
   if (auto e = exact.find(value); e != exact.end()) return {e->second, true, ""};
   if (value == "wrr")
@@ -40,7 +41,7 @@ SchedulerChoice parseScheduler(const std::string& value) {
             "scheduler \"wlc\": EndpointSlices carry no weights, so every endpoint has weight 1: least-connection"};
   if (auto i = impossible.find(value); i != impossible.end())
     return {Scheduler::Random, true,
-            "scheduler \"" + value + "\" needs " + i->second + ", which nftables rules cannot see: random"};
+            "scheduler \"" + value + "\": " + i->second + ": random"};
   return {Scheduler::Random, false, ""};
 }
 
