@@ -205,9 +205,9 @@ windowsRunAsService: true
   REQUIRE(c.logging.vmodule.size() == 1);
   CHECK(c.logging.vmodule[0].filePattern == "sync*");
   CHECK(c.logging.vmodule[0].verbosity == 5);
-  CHECK(c.logging.text.splitStream);
-  CHECK(c.logging.text.infoBufferSize == "64Ki");
-  CHECK(c.logging.json.infoBufferSize == "0");
+  CHECK(c.logging.options.text.splitStream);
+  CHECK(c.logging.options.text.infoBufferSize == "64Ki");
+  CHECK(c.logging.options.json.infoBufferSize == "0");
   CHECK(c.hostnameOverride == "Node-A");
   CHECK(c.bindAddress == "10.0.0.5");
   CHECK(c.healthzBindAddress == "10.0.0.5:12345");

@@ -99,7 +99,7 @@ TEST_CASE("flags: every logging flag of upstream's kube-proxy (1.2x to 1.3x) is 
   CHECK(l.config.logging.format == "json");
   CHECK(l.config.logging.flushFrequency == std::chrono::milliseconds(250));
   CHECK(l.config.logging.verbosity == 3);
-  CHECK(l.config.logging.json.splitStream);
+  CHECK(l.config.logging.options.json.splitStream);
   l = loaded({"--logtostderr=false", "--log-file=/f", "--skip-headers", "--add-dir-header", "--stderrthreshold=1"});
   CHECK_FALSE(l.options.klog.logToStderr);
   CHECK(l.options.klog.logFile == "/f");
@@ -139,11 +139,11 @@ TEST_CASE("flags: --config's logging block, with the flags winning as upstream's
   CHECK(l.config.logging.format == "json");
   CHECK(l.config.logging.flushFrequency == std::chrono::seconds(2));
   CHECK(l.config.logging.verbosity == 4);
-  CHECK(l.config.logging.json.splitStream);
-  CHECK(l.config.logging.json.infoBufferSize == "8Ki");
+  CHECK(l.config.logging.options.json.splitStream);
+  CHECK(l.config.logging.options.json.infoBufferSize == "8Ki");
   REQUIRE_FALSE(loadCommandLine(parsed({"--config=/c", "--logging-format=text", "--log-json-split-stream=false"}), fs, l));
   CHECK(l.config.logging.format == "text");
-  CHECK_FALSE(l.config.logging.json.splitStream);
+  CHECK_FALSE(l.config.logging.options.json.splitStream);
   CHECK(l.ignoredFlags.empty());
 }
 

@@ -90,8 +90,8 @@ TEST_CASE("output: klog's rules for streams and files, upstream's split streams"
   CHECK_FALSE(o.splitStream);
   CHECK_FALSE(o.nativeFiles());
   logging.format = "json";
-  logging.json.splitStream = true;
-  logging.text.splitStream = false;
+  logging.options.json.splitStream = true;
+  logging.options.text.splitStream = false;
   o = outputOf(logging, klog);
   CHECK(o.format == Format::Json);
   CHECK(o.splitStream);  // the json options for the json format

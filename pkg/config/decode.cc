@@ -11,6 +11,7 @@
 
 #include "pkg/api/utf8.h"
 #include "pkg/api/yaml_stream.h"
+#include "pkg/config/fields.h"
 #include "pkg/net/ip.h"
 #include "pkg/sync/duration.h"
 
@@ -181,12 +182,6 @@ class Fields {
     return true;
   }
 
-  void done() const {
-    for (const std::string& k : keys_)
-      if (!used_.count(k)) throw FieldError("unknown field \"" + prefix_ + k + "\"");
-  }
-
- private:
   template <typename T, typename F>
   bool get(const char* key, T& out, F convert) {
     auto v = take(key);
@@ -195,6 +190,12 @@ class Fields {
     return true;
   }
 
+  void done() const {
+    for (const std::string& k : keys_)
+      if (!used_.count(k)) throw FieldError("unknown field \"" + prefix_ + k + "\"");
+  }
+
+ private:
   YAML::Node node_;
   std::string prefix_;
   std::set<std::string> keys_, used_;
@@ -210,48 +211,71 @@ void section(Fields& parent, const char* key, F body) {
   }
 }
 
-void decodeLogFormat(Fields& f, LogFormatOptions& o) {
-  f.boolean("splitStream", o.splitStream);
-  if (auto v = f.take("infoBufferSize")) {
-    Kind k = kindOf(*v);
-    if (k != Kind::String && k != Kind::Number) wrongType(f.path("infoBufferSize"), "a quantity (\"64Ki\", 0)", *v);
-    o.infoBufferSize = v->Scalar();
-  }
+// A quantity ("64Ki", 0) is kept as its text.
+std::string asQuantity(const YAML::Node& n, const std::string& path) {
+  Kind k = kindOf(n);
+  if (k != Kind::String && k != Kind::Number) wrongType(path, "a quantity (\"64Ki\", 0)", n);
+  return n.Scalar();
 }
 
-void decodeLogging(Fields& f, Logging& l) {
-  f.str("format", l.format);
-  if (auto v = f.take("flushFrequency")) {
-    // component-base takes a duration string or a number of nanoseconds.
-    if (kindOf(*v) == Kind::Number)
-      l.flushFrequency = Duration(static_cast<int64_t>(asInt32(*v, f.path("flushFrequency"))));
-    else
-      l.flushFrequency = asDuration(*v, f.path("flushFrequency"));
+// component-base's flushFrequency: a duration string or a number of nanoseconds.
+Duration asDurationOrNanos(const YAML::Node& n, const std::string& path) {
+  if (kindOf(n) == Kind::Number) return Duration(static_cast<int64_t>(asInt32(n, path)));
+  return asDuration(n, path);
+}
+
+std::vector<VModule> asVModules(const YAML::Node& n, const std::string& path) {
+  if (kindOf(n) != Kind::List) wrongType(path, "a list of {filePattern, verbosity}", n);
+  std::vector<VModule> out;
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields item(n[i], path + "[" + std::to_string(i) + "]");
+    VModule m;
+    item.str("filePattern", m.filePattern);
+    item.int32("verbosity", m.verbosity);
+    item.done();
+    out.push_back(m);
   }
-  if (auto v = f.take("verbosity")) l.verbosity = asInt32(*v, f.path("verbosity"));
-  if (auto v = f.take("vmodule")) {
-    if (kindOf(*v) != Kind::List) wrongType(f.path("vmodule"), "a list of {filePattern, verbosity}", *v);
-    l.vmodule.clear();
-    for (size_t i = 0; i < v->size(); ++i) {
-      Fields item((*v)[i], f.path("vmodule") + "[" + std::to_string(i) + "]");
-      VModule m;
-      item.str("filePattern", m.filePattern);
-      item.int32("verbosity", m.verbosity);
-      item.done();
-      l.vmodule.push_back(m);
+  return out;
+}
+
+// One field of the table from its mapping; true when the document set it.
+bool decodeField(Fields& f, const char* key, const ConfigField& field, ProxyConfig& c) {
+  auto member = [&](auto type) -> auto& { return std::get<Member<decltype(type)>>(field.member)(c); };
+  switch (field.kind) {
+    case FieldKind::Text: return f.str(key, member(std::string()));
+    case FieldKind::Quantity: return f.get(key, member(std::string()), asQuantity);
+    case FieldKind::Bool: return f.boolean(key, member(bool()));
+    case FieldKind::Int32: return f.int32(key, member(int32_t()));
+    case FieldKind::Float32: return f.float32(key, member(float()));
+    case FieldKind::Duration: return f.duration(key, member(Duration()));
+    case FieldKind::DurationOrNanos: return f.get(key, member(Duration()), asDurationOrNanos);
+    case FieldKind::TextList:
+    case FieldKind::AddressList: return f.strings(key, member(std::vector<std::string>()));
+    case FieldKind::BoolMap: return f.boolMap(key, member(std::map<std::string, bool>()));
+    case FieldKind::VModules: return f.get(key, member(std::vector<VModule>()), asVModules);
+  }
+  return false;
+}
+
+// The fields of the table under `prefix` ("" for the document, "conntrack." for its section) from
+// the mapping `f`: a section is read whole where its first field is met. Records the paths the
+// document set in `present`.
+void decodeFields(Fields& f, const std::string& prefix, ProxyConfig& c, std::set<std::string>& present) {
+  std::set<std::string> sections;
+  for (const ConfigField& field : configFields()) {
+    const std::string path = field.path;
+    if (path.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = path.substr(prefix.size());
+    const size_t dot = rest.find('.');
+    if (dot == std::string::npos) {
+      if (decodeField(f, rest.c_str(), field, c)) present.insert(path);
+      continue;
     }
+    const std::string name = rest.substr(0, dot);
+    if (sections.insert(name).second)
+      section(f, name.c_str(), [&](Fields& s) { decodeFields(s, prefix + name + ".", c, present); });
   }
-  section(f, "options", [&](Fields& o) {
-    section(o, "text", [&](Fields& t) { decodeLogFormat(t, l.text); });
-    section(o, "json", [&](Fields& j) { decodeLogFormat(j, l.json); });
-  });
-  // "sanitization" was removed upstream in 1.27; anything else is unknown.
 }
-
-// Which of the run-time fields the file set, per section: absent nftables fields fall back.
-struct Present {
-  bool syncPeriod = false, minSyncPeriod = false, masqueradeAll = false, masqueradeBit = false;
-};
 
 void decodeDocument(const YAML::Node& doc, ProxyConfig& c) {
   // Their defaults depend on bindAddress's family: decided after decoding.
@@ -265,76 +289,10 @@ void decodeDocument(const YAML::Node& doc, ProxyConfig& c) {
   if (!f.str("kind", kind)) throw FieldError("kind: missing (want \"" + std::string(kKind) + "\")");
   if (kind != kKind) throw FieldError("kind: \"" + kind + "\" is not \"" + kKind + "\"");
 
-  f.boolMap("featureGates", c.featureGates);
-  section(f, "clientConnection", [&](Fields& s) {
-    s.str("kubeconfig", c.clientConnection.kubeconfig);
-    s.str("acceptContentTypes", c.clientConnection.acceptContentTypes);
-    s.str("contentType", c.clientConnection.contentType);
-    s.float32("qps", c.clientConnection.qps);
-    s.int32("burst", c.clientConnection.burst);
-  });
-  section(f, "logging", [&](Fields& s) { decodeLogging(s, c.logging); });
-  f.str("hostnameOverride", c.hostnameOverride);
-  f.str("bindAddress", c.bindAddress);
-  f.str("healthzBindAddress", c.healthzBindAddress);
-  f.str("metricsBindAddress", c.metricsBindAddress);
-  f.boolean("bindAddressHardFail", c.bindAddressHardFail);
-  f.boolean("enableProfiling", c.enableProfiling);
-  f.str("showHiddenMetricsForVersion", c.showHiddenMetricsForVersion);
-  f.str("mode", c.mode);
-
-  Present ipt, ipvs, nft;
-  section(f, "iptables", [&](Fields& s) {
-    ipt.masqueradeBit = s.int32("masqueradeBit", c.iptables.masqueradeBit);
-    ipt.masqueradeAll = s.boolean("masqueradeAll", c.iptables.masqueradeAll);
-    s.boolean("localhostNodePorts", c.iptables.localhostNodePorts);
-    s.boolean("snatNodeInternalIP", c.iptables.snatNodeInternalIP);
-    ipt.syncPeriod = s.duration("syncPeriod", c.iptables.syncPeriod);
-    ipt.minSyncPeriod = s.duration("minSyncPeriod", c.iptables.minSyncPeriod);
-  });
-  section(f, "ipvs", [&](Fields& s) {
-    ipvs.syncPeriod = s.duration("syncPeriod", c.ipvs.syncPeriod);
-    ipvs.minSyncPeriod = s.duration("minSyncPeriod", c.ipvs.minSyncPeriod);
-    s.str("scheduler", c.ipvs.scheduler);
-    s.strings("excludeCIDRs", c.ipvs.excludeCIDRs);
-    s.boolean("strictARP", c.ipvs.strictARP);
-    s.duration("tcpTimeout", c.ipvs.tcpTimeout);
-    s.duration("tcpFinTimeout", c.ipvs.tcpFinTimeout);
-    s.duration("udpTimeout", c.ipvs.udpTimeout);
-  });
-  section(f, "nftables", [&](Fields& s) {
-    nft.masqueradeBit = s.int32("masqueradeBit", c.nftables.masqueradeBit);
-    nft.masqueradeAll = s.boolean("masqueradeAll", c.nftables.masqueradeAll);
-    nft.syncPeriod = s.duration("syncPeriod", c.nftables.syncPeriod);
-    nft.minSyncPeriod = s.duration("minSyncPeriod", c.nftables.minSyncPeriod);
-  });
-  section(f, "winkernel", [&](Fields& s) {
-    s.str("networkName", c.winkernel.networkName);
-    s.str("sourceVip", c.winkernel.sourceVip);
-    s.boolean("enableDSR", c.winkernel.enableDSR);
-    s.str("rootHnsEndpointName", c.winkernel.rootHnsEndpointName);
-    s.boolean("forwardHealthCheckVip", c.winkernel.forwardHealthCheckVip);
-  });
-  f.str("detectLocalMode", c.detectLocalMode);
-  section(f, "detectLocal", [&](Fields& s) {
-    s.str("bridgeInterface", c.detectLocal.bridgeInterface);
-    s.str("interfaceNamePrefix", c.detectLocal.interfaceNamePrefix);
-  });
-  f.str("clusterCIDR", c.clusterCIDR);
-  f.strings("nodePortAddresses", c.nodePortAddresses);
-  f.int32("oomScoreAdj", c.oomScoreAdj);
-  section(f, "conntrack", [&](Fields& s) {
-    s.int32("maxPerCore", c.conntrack.maxPerCore);
-    s.int32("min", c.conntrack.min);
-    s.duration("tcpEstablishedTimeout", c.conntrack.tcpEstablishedTimeout);
-    s.duration("tcpCloseWaitTimeout", c.conntrack.tcpCloseWaitTimeout);
-    s.boolean("tcpBeLiberal", c.conntrack.tcpBeLiberal);
-    s.duration("udpTimeout", c.conntrack.udpTimeout);
-    s.duration("udpStreamTimeout", c.conntrack.udpStreamTimeout);
-  });
-  f.duration("configSyncPeriod", c.configSyncPeriod);
-  f.str("portRange", c.portRange);
-  f.boolean("windowsRunAsService", c.windowsRunAsService);
+  std::set<std::string> present;
+  decodeFields(f, "", c, present);
+  // "logging.sanitization" was removed upstream in 1.27: like anything else not in the table, it
+  // is an unknown field.
   f.done();
 
   // upstream's SetDefaults_KubeProxyConfiguration: zero values are "unset".
@@ -357,18 +315,20 @@ void decodeDocument(const YAML::Node& doc, ProxyConfig& c) {
 
   // nftables.* is what runs; what it leaves out comes from the section of the mode named.
   bool fromIpvs = c.mode == "ipvs";
-  if (!nft.syncPeriod || c.nftables.syncPeriod == Duration(0)) {
-    if (fromIpvs && ipvs.syncPeriod) c.nftables.syncPeriod = c.ipvs.syncPeriod;
-    else if (!fromIpvs && ipt.syncPeriod) c.nftables.syncPeriod = c.iptables.syncPeriod;
+  auto set = [&](const char* path) { return present.count(path) > 0; };
+  const bool nftSync = set("nftables.syncPeriod"), nftMinSync = set("nftables.minSyncPeriod");
+  if (!nftSync || c.nftables.syncPeriod == Duration(0)) {
+    if (fromIpvs && set("ipvs.syncPeriod")) c.nftables.syncPeriod = c.ipvs.syncPeriod;
+    else if (!fromIpvs && set("iptables.syncPeriod")) c.nftables.syncPeriod = c.iptables.syncPeriod;
     else c.nftables.syncPeriod = seconds(30);
   }
-  if (!nft.minSyncPeriod || c.nftables.minSyncPeriod == Duration(0)) {
-    if (fromIpvs && ipvs.minSyncPeriod && c.ipvs.minSyncPeriod != Duration(0)) c.nftables.minSyncPeriod = c.ipvs.minSyncPeriod;
-    else if (!fromIpvs && ipt.minSyncPeriod) c.nftables.minSyncPeriod = c.iptables.minSyncPeriod;
+  if (!nftMinSync || c.nftables.minSyncPeriod == Duration(0)) {
+    if (fromIpvs && set("ipvs.minSyncPeriod") && c.ipvs.minSyncPeriod != Duration(0)) c.nftables.minSyncPeriod = c.ipvs.minSyncPeriod;
+    else if (!fromIpvs && set("iptables.minSyncPeriod")) c.nftables.minSyncPeriod = c.iptables.minSyncPeriod;
     else c.nftables.minSyncPeriod = seconds(1);
   }
-  if (!nft.masqueradeAll && ipt.masqueradeAll) c.nftables.masqueradeAll = c.iptables.masqueradeAll;
-  if (!nft.masqueradeBit && ipt.masqueradeBit) c.nftables.masqueradeBit = c.iptables.masqueradeBit;
+  if (!set("nftables.masqueradeAll") && set("iptables.masqueradeAll")) c.nftables.masqueradeAll = c.iptables.masqueradeAll;
+  if (!set("nftables.masqueradeBit") && set("iptables.masqueradeBit")) c.nftables.masqueradeBit = c.iptables.masqueradeBit;
 }
 
 }  // namespace

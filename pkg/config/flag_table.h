@@ -1,7 +1,7 @@
 // Every flag the daemon takes, in one table: its name (upstream's, dashed), what kind of setting it
 // is (for --config's precedence), how --help shows it, and what it sets. The argv parser, the
 // precedence rules (command_line.h) and --help (usage.h) all read this table; nothing else lists
-// flags.
+// flags. What a flag of a KubeProxyConfiguration field sets comes from fields.h.
 #pragma once
 
 #include <functional>
@@ -32,7 +32,8 @@ struct FlagSpec {
   const char* type;
   const char* defaultText;  // as --help shows it; "" for none
   const char* help;
-  // Sets the flag's setting; nullptr for the flags the precedence code reads itself.
+  // Sets the flag's setting: a flag of a configuration field gets this (and `list`) from the field
+  // table (fields.h); empty for the flags the precedence code reads itself.
   std::function<void(Loaded&, const std::string& value)> apply;
   bool list = false;  // given twice, the values add up (string slices, vmodule, feature gates)
 };

@@ -2,6 +2,9 @@
 // (kubeproxy.config.k8s.io/v1alpha1) as a value type, with upstream's defaults, plus the few
 // settings of our own that have no field there. It comes from --config or from the flags
 // (pkg/config/command_line.h); main() reads settings only from here.
+//
+// Members are named as upstream's JSON names the fields, nested as the document nests them:
+// a member's path is its field's path (fields.h reads, writes and compares them through that).
 #pragma once
 
 #include <chrono>
@@ -35,12 +38,16 @@ struct LogFormatOptions {
   std::string infoBufferSize = "0";  // a resource quantity, kept as text
 };
 
+struct LoggingOptions {
+  LogFormatOptions text, json;
+};
+
 struct Logging {
   std::string format = "text";
   Duration flushFrequency = std::chrono::seconds(5);
   int32_t verbosity = 0;
   std::vector<VModule> vmodule;
-  LogFormatOptions text, json;
+  LoggingOptions options;
 };
 
 struct NFTables {
@@ -152,23 +159,12 @@ struct DaemonOptions {
   KlogFlags klog;
 };
 
-// Field-by-field equality (C++17 has no defaulted comparisons): the --write-config-to round trip
-// and the unit tests compare whole configurations.
-#define KPN_CONFIG_EQ(T) \
-  bool operator==(const T& a, const T& b); \
-  inline bool operator!=(const T& a, const T& b) { return !(a == b); }
-KPN_CONFIG_EQ(ClientConnection)
-KPN_CONFIG_EQ(VModule)
-KPN_CONFIG_EQ(LogFormatOptions)
-KPN_CONFIG_EQ(Logging)
-KPN_CONFIG_EQ(NFTables)
-KPN_CONFIG_EQ(IPTables)
-KPN_CONFIG_EQ(IPVS)
-KPN_CONFIG_EQ(Winkernel)
-KPN_CONFIG_EQ(DetectLocal)
-KPN_CONFIG_EQ(Conntrack)
-KPN_CONFIG_EQ(KlogFlags)
-KPN_CONFIG_EQ(ProxyConfig)
-#undef KPN_CONFIG_EQ
+// Whole configurations compare field by field through the field table (fields.h): the
+// --write-config-to round trip and the unit tests compare them.
+bool operator==(const ProxyConfig& a, const ProxyConfig& b);
+inline bool operator!=(const ProxyConfig& a, const ProxyConfig& b) { return !(a == b); }
+bool operator==(const VModule& a, const VModule& b);
+bool operator==(const KlogFlags& a, const KlogFlags& b);
+inline bool operator!=(const KlogFlags& a, const KlogFlags& b) { return !(a == b); }
 
 }  // namespace kpn::config

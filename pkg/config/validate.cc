@@ -76,7 +76,7 @@ void validateLogging(const Logging& l, Errors& e) {
       e.add(path, quoted(m.filePattern), "file pattern must not be empty nor contain an equal sign or comma");
     if (m.verbosity < 0) e.add(path, std::to_string(m.verbosity), "verbosity must be greater than or equal to 0");
   }
-  for (const auto& [name, o] : {std::pair<const char*, const LogFormatOptions&>{"text", l.text}, {"json", l.json}})
+  for (const auto& [name, o] : {std::pair<const char*, const LogFormatOptions&>{"text", l.options.text}, {"json", l.options.json}})
     if (!isQuantity(o.infoBufferSize))
       e.add(std::string("logging.options.") + name + ".infoBufferSize", quoted(o.infoBufferSize),
             "must be a quantity (0, 512, 64Ki, 1M)");

@@ -17,7 +17,7 @@ Output outputOf(const config::Logging& logging, const config::KlogFlags& klog, s
   Output o;
   o.format = logging.format == "json" ? Format::Json : Format::Text;
   o.toStderr = klog.logToStderr;
-  o.splitStream = o.format == Format::Json ? logging.json.splitStream : logging.text.splitStream;
+  o.splitStream = o.format == Format::Json ? logging.options.json.splitStream : logging.options.text.splitStream;
   o.alsoToStderr = klog.alsoLogToStderr;
   o.stderrThreshold = klog.stderrThreshold;
   o.file = klog.logFile;
