@@ -14,8 +14,10 @@ BUILD    := build
 # Without pointer-overflow: Debian's RapidJSON 1.1.0 adds to a null pointer on every parse
 # (internal/stack.h, an empty stack before its first growth), harmless, fixed upstream since.
 SANITIZERS := -fsanitize=address,undefined -fno-sanitize=pointer-overflow -fno-sanitize-recover=undefined
+# -g1: line tables only, enough for the sanitizers' file:line reports, and cheaper to compile and
+# link than full debug information (CI builds every file twice).
 ifeq ($(SANITIZE),1)
-CXXFLAGS += -O1 -fno-omit-frame-pointer $(SANITIZERS)
+CXXFLAGS += -O1 -g1 -fno-omit-frame-pointer $(SANITIZERS)
 LDFLAGS  += -fsanitize=address,undefined
 endif
 # Debian's interpreter: python3-pytest installs into it (a pyenv python3 may shadow it on PATH).
