@@ -68,6 +68,14 @@ bool hasBackend(nft::FakeRunner& k, const std::string& ip) {
   return false;
 }
 
+// default/web at 10.96.0.10:80, its one slice's endpoints at `ips`.
+void putWeb(state::ClusterState& st, std::vector<std::string> ips) {
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  std::vector<Ep> endpoints;
+  for (auto& ip : ips) endpoints.push_back({std::move(ip)});
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, endpoints));
+}
+
 }  // namespace
 
 TEST_CASE("syncer: a service the kernel refuses is found by bisection and left out; the others keep updating") {
@@ -126,11 +134,10 @@ TEST_CASE("syncer: a change taken by a sync whose commit fails reaches the kerne
   nft::FakeRunner kernel;
   sync::Syncer syncer(renderer, kernel);
   state::ClusterState st;
-  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
-  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
+  putWeb(st, {"10.244.1.2"});
   REQUIRE(syncer.sync(st).ok);
   kernel.failAlways = true;
-  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.9"}}));
+  putWeb(st, {"10.244.1.9"});
   CHECK_FALSE(syncer.sync(st).ok);
   CHECK(st.changedServices.empty());  // the syncer keeps what it took
   CHECK_FALSE(hasBackend(kernel, "10.244.1.9"));
@@ -160,8 +167,7 @@ TEST_CASE("store: takeChanges hands the journal out as a value and starts an emp
 // --dry-run prints the start-up declarations, then this plan.
 TEST_CASE("planner: the dry run's plan adds, after the start-up declarations, what a start-up sync commits") {
   state::ClusterState st;
-  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
-  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}, {"10.244.1.3"}}));
+  putWeb(st, {"10.244.1.2", "10.244.1.3"});
   render::Renderer dryRenderer(isolationConfig());
   sync::PlannedSync dry = sync::renderAndPlan(dryRenderer, st, {}, sync::PlanBase::declaredOnly());
   CHECK(dry.kind == sync::PlanKind::Reconcile);
