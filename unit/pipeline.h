@@ -14,6 +14,7 @@
 #include "nft/fake.h"
 #include "pkg/render/render.h"
 #include "pkg/state/cluster_state.h"
+#include "pkg/sync/planner.h"
 
 namespace kpn::testing {
 
@@ -24,17 +25,20 @@ struct FakePipeline {
   nft::FakeRunner kernel;
   nft::Committed committed;
   nft::Plan sync(state::ClusterState& st) {
-    std::set<std::string> changed;
-    changed.swap(st.changedServices);
+    std::set<std::string> changed = st.takeChanges().services;
     bool first = committed.ruleset.tables.empty();
     if (first) kernel.declareStatic(renderer.skeleton());
-    const nft::Ruleset& rs = renderer.render(st, first ? nullptr : &changed);
+    // The daemon's plan path (pkg/sync/planner.h), against what is committed.
+    sync::PlanRequest req;
+    req.changed = first ? nullptr : &changed;
+    sync::PlannedSync planned = sync::renderAndPlan(renderer, st, req, sync::PlanBase::fromCommitted(committed));
+    const nft::Ruleset& rs = planned.desired();
     // As the syncer does: after an incremental render, compare only the owners it touched. That
     // must plan exactly what comparing every owner plans.
     // No hint after a from-scratch render (the renderer may also choose one itself later, when
     // the Node changed what services see).
     if (first) CHECK(renderer.touchedOwners() == nullptr);
-    auto plan = nft::planIncremental(committed, rs, renderer.touchedOwners());
+    auto& plan = planned.plan;
     CHECK(plan.txn.toJson() == nft::planIncremental(committed, rs).txn.toJson());
     auto r = kernel.commit(plan.txn);
     REQUIRE_MESSAGE(r.ok, r.error);
@@ -46,7 +50,7 @@ struct FakePipeline {
       CHECK(committed.ruleset.tables[t].sets == rs.tables[t].sets);
       CHECK(committed.ruleset.tables[t].parts == rs.tables[t].parts);
     }
-    return plan;
+    return std::move(plan);
   }
 };
 

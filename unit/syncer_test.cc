@@ -4,6 +4,7 @@
 
 #include "nft/fake.h"
 #include "pkg/sync/isolation.h"
+#include "pkg/sync/planner.h"
 #include "pkg/sync/syncer.h"
 #include "unit/fixtures.h"
 
@@ -67,6 +68,14 @@ bool hasBackend(nft::FakeRunner& k, const std::string& ip) {
   return false;
 }
 
+// default/web at 10.96.0.10:80, its one slice's endpoints at `ips`.
+void putWeb(state::ClusterState& st, std::vector<std::string> ips) {
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  std::vector<Ep> endpoints;
+  for (auto& ip : ips) endpoints.push_back({std::move(ip)});
+  st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, endpoints));
+}
+
 }  // namespace
 
 TEST_CASE("syncer: a service the kernel refuses is found by bisection and left out; the others keep updating") {
@@ -118,6 +127,70 @@ TEST_CASE("syncer: a service the kernel refuses is found by bisection and left o
   CHECK(hasServiceElement(kernel, "ip kube-proxy", "default/bad"));
   CHECK(hasBackend(kernel, "10.244.1.8"));
   CHECK_FALSE(syncer.retryIn().has_value());
+}
+
+TEST_CASE("syncer: a change taken by a sync whose commit fails reaches the kernel with the next one; the store's journal is not written back") {
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  sync::Syncer syncer(renderer, kernel);
+  state::ClusterState st;
+  putWeb(st, {"10.244.1.2"});
+  REQUIRE(syncer.sync(st).ok);
+  kernel.failAlways = true;
+  putWeb(st, {"10.244.1.9"});
+  CHECK_FALSE(syncer.sync(st).ok);
+  CHECK(st.changedServices.empty());  // the syncer keeps what it took
+  CHECK_FALSE(hasBackend(kernel, "10.244.1.9"));
+  kernel.failAlways = false;
+  REQUIRE(syncer.sync(st).ok);
+  CHECK(hasBackend(kernel, "10.244.1.9"));
+  CHECK_FALSE(hasBackend(kernel, "10.244.1.2"));
+}
+
+TEST_CASE("store: takeChanges hands the journal out as a value and starts an empty one") {
+  state::ClusterState st;
+  st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
+  st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.1.5"}}));
+  auto node = std::make_shared<api::Node>();
+  node->meta.name = "node-a";
+  st.setNode(node);
+  state::ClusterState::Changes taken = st.takeChanges();
+  CHECK(taken.services == std::set<std::string>{"default/db", "default/web"});
+  CHECK(taken.node);
+  CHECK_FALSE(taken.serviceCIDRs);
+  state::ClusterState::Changes again = st.takeChanges();
+  CHECK(again.services.empty());
+  CHECK_FALSE(again.node);
+  CHECK(st.services.size() == 1);  // the state itself stays
+}
+
+// --dry-run prints the start-up declarations, then this plan.
+TEST_CASE("planner: the dry run's plan adds, after the start-up declarations, what a start-up sync commits") {
+  state::ClusterState st;
+  putWeb(st, {"10.244.1.2", "10.244.1.3"});
+  render::Renderer dryRenderer(isolationConfig());
+  sync::PlannedSync dry = sync::renderAndPlan(dryRenderer, st, {}, sync::PlanBase::declaredOnly());
+  CHECK(dry.kind == sync::PlanKind::Reconcile);
+  CHECK_FALSE(dry.plan.needsFull);
+  nft::FakeRunner loaded;
+  REQUIRE(loaded.declareStatic(dryRenderer.skeleton()).ok);
+  auto r = loaded.commit(dry.plan.txn);
+  REQUIRE_MESSAGE(r.ok, r.error);
+
+  render::Renderer renderer(isolationConfig());
+  nft::FakeRunner kernel;
+  sync::Syncer syncer(renderer, kernel);
+  REQUIRE(syncer.sync(st).ok);
+  REQUIRE(loaded.tables.size() == kernel.tables.size());
+  for (const auto& [name, t] : kernel.tables) {
+    INFO(name);
+    const nft::FakeRunner::FakeTable& d = loaded.tables[name];
+    CHECK(d.chains == t.chains);
+    CHECK(d.rules == t.rules);
+    REQUIRE(d.sets.size() == t.sets.size());
+    for (const auto& [setName, set] : t.sets) CHECK(d.sets.at(setName).elements == set.elements);
+  }
+  CHECK(hasBackend(loaded, "10.244.1.3"));
 }
 
 TEST_CASE("syncer: a transaction refused without any service's rules keeps the old ruleset and goes full") {

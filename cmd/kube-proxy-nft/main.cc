@@ -56,6 +56,7 @@
 #include "pkg/source/manifest_dir.h"
 #include "pkg/state/cluster_state.h"
 #include "pkg/sync/loop.h"
+#include "pkg/sync/planner.h"
 #include "pkg/sync/programming_latency_log.h"
 #include "pkg/sync/state_sync_target.h"
 #include "pkg/sync/sync_log.h"
@@ -64,10 +65,11 @@
 namespace {
 
 
+// The daemon's plan path against tables holding just the start-up declarations, printed first:
+// everything is added.
 int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& st) {
-  kpn::nft::Ruleset rs = renderer.render(st, nullptr);
-  kpn::nft::Plan plan = kpn::nft::planReconcile({}, rs);  // against empty tables: everything is added
-  std::cout << kpn::nft::staticDeclarationsText(rs) << plan.txn.toText();
+  kpn::sync::PlannedSync p = kpn::sync::renderAndPlan(renderer, st, {}, kpn::sync::PlanBase::declaredOnly());
+  std::cout << kpn::nft::staticDeclarationsText(p.desired()) << p.plan.txn.toText();
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include "cmd/kube-proxy-nft/nft_runner_options.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/render.h"
+#include "pkg/sync/planner.h"
 #include "pkg/trace/causes.h"
 #include "pkg/trace/drift.h"
 #include "pkg/trace/explain.h"
@@ -45,6 +46,9 @@ const nft::Ruleset* TraceSession::desired() {
   if (!known_) return nullptr;
   render::Renderer renderer(known_->cfg);
   renderer.setHostAddresses(host_);
+  // The plan path's render step, as the daemon's first sync takes it: against the listing.
+  sync::PlanRequest req;
+  sync::PlanBase base = sync::PlanBase::declaredOnly();
   if (!rendered_) {
     std::vector<nft::ListedTable> aligned;
     std::string ignored;
@@ -52,9 +56,10 @@ const nft::Ruleset* TraceSession::desired() {
       const nft::ListedTable* l = live(t.family, &ignored);
       aligned.push_back(l ? *l : nft::ListedTable{});
     }
-    renderer.adoptSlots(aligned);
+    req.adoptSlots = true;
+    base = sync::PlanBase::fromListing(std::move(aligned), false);
   }
-  desired_ = renderer.render(known_->state, nullptr);
+  desired_ = sync::renderFor(renderer, known_->state, req, base);
   env_ = renderer.environment();
   return &*desired_;
 }

@@ -4,6 +4,16 @@ namespace kpn::state {
 
 std::string serviceKey(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
+ClusterState::Changes ClusterState::takeChanges() {
+  Changes out;
+  out.services.swap(changedServices);
+  out.node = nodeChanged;
+  out.serviceCIDRs = serviceCIDRsChanged;
+  nodeChanged = false;
+  serviceCIDRsChanged = false;
+  return out;
+}
+
 void ClusterState::serviceChanged(const std::string& key) {
   changeCounts.pendingServices.insert(key);
   ++changeCounts.serviceChanges;

@@ -33,6 +33,16 @@ struct ClusterState {
   bool nodeChanged = false;
   bool serviceCIDRsChanged = false;
 
+  // The change journal as a value: what changed since the last take.
+  struct Changes {
+    std::set<std::string> services;
+    bool node = false;
+    bool serviceCIDRs = false;
+  };
+  // Hands the journal out and starts an empty one. The taker keeps what it could not use yet
+  // (the syncer, until a commit lands); nothing is given back.
+  Changes takeChanges();
+
   // Upstream's change trackers, for metrics: the services with a Service (or EndpointSlice)
   // change not yet taken by a sync, and the count of every such change applied.
   struct ChangeCounts {

@@ -7,6 +7,13 @@
 
 namespace kpn::sync {
 
+namespace {
+const char kServiceOwnerPrefix[] = "svc ";  // the renderer's owner of a service's Part
+}  // namespace
+
+bool isServiceOwner(const std::string& owner) { return owner.rfind(kServiceOwnerPrefix, 0) == 0; }
+std::string serviceOfOwner(const std::string& owner) { return owner.substr(sizeof kServiceOwnerPrefix - 1); }
+
 nft::Ruleset withoutOwners(const nft::Ruleset& rs, const std::set<std::string>& owners,
                            const std::set<nft::Family>* families) {
   nft::Ruleset out;
@@ -55,6 +62,20 @@ std::map<std::string, std::string> findRejected(
   return bad;
 }
 
+ServiceRefusals findRefusedServices(const nft::Ruleset& desired, const std::set<std::string>* onlyOwners,
+                                    const std::function<std::optional<std::string>(const nft::Ruleset& trial)>& check) {
+  // The candidates: the services the plan touches (all of them when it compares everything).
+  std::set<std::string> candidates;
+  for (const nft::Table& t : desired.tables)
+    for (const auto& [owner, part] : t.parts)
+      if (isServiceOwner(owner) && (!onlyOwners || onlyOwners->count(owner))) candidates.insert(owner);
+  auto rejects = [&](const std::set<std::string>& excluded) { return check(withoutOwners(desired, excluded)); };
+  ServiceRefusals out;
+  out.withoutServices = rejects(candidates);
+  if (!out.withoutServices) out.owners = findRejected(candidates, rejects);
+  return out;
+}
+
 RetryBook::Duration RetryBook::reject(const std::string& owner, SteadyTime now) {
   Entry& e = entries_[owner];
   ++e.failures;
@@ -77,6 +98,22 @@ std::optional<SteadyTime> RetryBook::nextRetry() const {
   for (const auto& [owner, e] : entries_)
     if (!t || e.retryAt < *t) t = e.retryAt;
   return t;
+}
+
+std::vector<std::string> RetryBook::settle(const nft::Ruleset& rendered, const std::set<std::string>& leftOut,
+                                           const std::set<std::string>& refusedNow) {
+  std::vector<std::string> again;
+  for (const auto& owner : owners()) {
+    bool exists = false;
+    for (const nft::Table& t : rendered.tables) exists = exists || t.parts.count(owner);
+    if (!exists) {
+      accepted(owner);  // the service is gone (or no longer ours)
+    } else if (!leftOut.count(owner) && !refusedNow.count(owner)) {
+      accepted(owner);
+      again.push_back(owner);
+    }
+  }
+  return again;
 }
 
 std::set<std::string> RetryBook::owners() const {

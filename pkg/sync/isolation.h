@@ -9,11 +9,16 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "nft/model.h"
 #include "pkg/sync/clock.h"
 
 namespace kpn::sync {
+
+// The renderer names a service's Parts "svc ns/name".
+bool isServiceOwner(const std::string& owner);
+std::string serviceOfOwner(const std::string& owner);
 
 // `rs` without the Parts of `owners` and without the tables of families outside `families`
 // (nullptr: all families).
@@ -27,6 +32,18 @@ nft::Ruleset withoutOwners(const nft::Ruleset& rs, const std::set<std::string>& 
 std::map<std::string, std::string> findRejected(
     const std::set<std::string>& candidates,
     const std::function<std::optional<std::string>(const std::set<std::string>& excluded)>& rejects);
+
+// The kernel refused the transaction of `desired` as a whole: which services does it refuse?
+// The candidates are the services among `onlyOwners` (all of them when nullptr); `check(trial)`
+// gives the kernel's error for the transaction planned from `trial` (`desired` without some of
+// them), nullopt when it would commit.
+struct ServiceRefusals {
+  // Refused even without every candidate: no service is to blame, the sync fails.
+  std::optional<std::string> withoutServices;
+  std::map<std::string, std::string> owners;  // each refused service's owner, with its error
+};
+ServiceRefusals findRefusedServices(const nft::Ruleset& desired, const std::set<std::string>* onlyOwners,
+                                    const std::function<std::optional<std::string>(const nft::Ruleset& trial)>& check);
 
 // Owners the kernel refused, each with its backoff: left out of every sync until its retry is
 // due (or its service changes), then tried again; 500 ms doubling up to `maxBackoff`.
@@ -44,6 +61,11 @@ class RetryBook {
   size_t size() const { return entries_.size(); }
   bool has(const std::string& owner) const { return entries_.count(owner) != 0; }
   std::set<std::string> owners() const;
+  // After a commit: forgets the owners `rendered` no longer has, and accepts those that were
+  // tried again (not in `leftOut`) and not refused now. Returns the ones accepted that still
+  // exist: programmed again.
+  std::vector<std::string> settle(const nft::Ruleset& rendered, const std::set<std::string>& leftOut,
+                                  const std::set<std::string>& refusedNow);
 
  private:
   struct Entry {

@@ -1,7 +1,9 @@
-// One sync: render the whole state, plan the difference from what is committed, commit it as one
-// transaction. Owns the committed picture of our tables and decides when a sync must be full.
-// One service the kernel refuses does not hold up the others (pkg/sync/isolation.h), and only
-// the families this kernel runs nftables for are programmed.
+// One sync: take the store's change journal, plan through the one plan path (pkg/sync/planner.h:
+// render, then plan against what is committed or what the kernel lists), commit it as one
+// transaction (pkg/sync/kernel_steps.h). Owns the committed picture of our tables, keeps the
+// journal's services pending until a commit lands, and decides when a sync must compare with
+// the kernel. One service the kernel refuses does not hold up the others (pkg/sync/isolation.h),
+// and only the families this kernel runs nftables for are programmed.
 #pragma once
 
 #include <functional>
@@ -14,15 +16,17 @@
 #include "pkg/render/render.h"
 #include "pkg/state/cluster_state.h"
 #include "pkg/sync/isolation.h"
+#include "pkg/sync/kernel_steps.h"
+#include "pkg/sync/planner.h"
 
 namespace kpn::sync {
 
 struct SyncStats {
   bool ok = false;
   bool full = false;
-  // How the plan was made: from the change journal, or by comparing with the listed kernel
-  // tables (at start-up, keeping what matches; after a failure or a declaration change, rebuilt).
-  enum class Plan { None, Incremental, Reconcile, Full } plan = Plan::None;
+  // How the plan was made (pkg/sync/planner.h).
+  using Plan = PlanKind;
+  Plan plan = Plan::None;
   size_t ops = 0;
   size_t bytes = 0;  // the transaction as sent (0 from runners that do not say)
   double renderMs = 0, diffMs = 0, commitMs = 0;
@@ -52,7 +56,7 @@ class Syncer {
  public:
   Syncer(render::Renderer& renderer, nft::Runner& runner);
 
-  // Consumes st's change journal. The first sync reconciles with whatever our tables already
+  // Takes st's change journal (its services stay pending here until a commit lands). The first sync reconciles with whatever our tables already
   // hold (keeping what matches); after a failure the next one is full.
   SyncStats sync(state::ClusterState& st);
   // Renders and commits only the services with a new least-connection choice (the renderer's,
@@ -84,37 +88,29 @@ class Syncer {
     if (mode_ == Mode::Incremental) mode_ = Mode::Repair;
   }
   // How many syncs found the kernel fingerprint changed under us and went full.
-  uint64_t fingerprintMismatches() const { return fingerprintMismatches_; }
+  uint64_t fingerprintMismatches() const { return kernel_.fingerprintMismatches(); }
   // The families programmed (after the first sync: those the kernel runs nftables for).
-  const std::set<nft::Family>& families() const { return families_; }
+  const std::set<nft::Family>& families() const { return kernel_.families(); }
 
  private:
   // Startup and Repair compare with a listing (reconcile), Full flushes and refills (after a
   // commit failed: what the kernel holds of ours is not known well enough to patch it).
   enum class Mode { Startup, Incremental, Repair, Full };
-  bool listKernel(std::vector<nft::ListedTable>& out);
-  // The kernel's tables, aligned with the skeleton's, with the start-up declarations in place:
-  // declared only when the listing lacks them (declaring what exists is still a commit, whose
-  // events would look like outside damage to a monitor that cannot tell it is ours).
-  bool listDeclared(std::vector<nft::ListedTable>& out);
-  void probeFamilies();
-  std::vector<nft::TableId> ourTables() const;
-  void takeFingerprint(std::optional<uint32_t> generation);
-  SyncStats renderAndCommit(state::ClusterState& st, std::set<std::string>& changed,
-                            const std::vector<nft::ListedTable>& kernel, bool choicesOnly);
-  bool fingerprintDiffers();
-  nft::Plan plan(const nft::Ruleset& desired, const std::vector<nft::ListedTable>& kernel,
-                 const std::set<std::string>* onlyOwners, SyncStats::Plan* how = nullptr) const;
+  std::optional<SyncStats> attempt(const state::ClusterState& st, bool choicesOnly);
+  std::optional<PlanBase> planBase();
+  SyncStats commit(PlannedSync& planned, SyncStats stats, bool choicesOnly);
+  std::optional<nft::RunResult> commitWithoutRefused(PlannedSync& planned, SyncStats& stats,
+                                                     std::set<std::string>& refused);
+  void settle(const PlannedSync& planned, const nft::RunResult& r, const std::set<std::string>& refused,
+              bool choicesOnly);
+
   render::Renderer& renderer_;
-  nft::Runner& runner_;
+  KernelSteps kernel_;
   nft::Committed committed_;
   Mode mode_ = Mode::Startup;
+  std::set<std::string> pending_;  // services taken from the journal that no commit has carried yet
   std::set<std::string> lastChanges_;
   bool lastWasIncremental_ = false;
-  bool familiesProbed_ = false;
-  std::set<nft::Family> families_;  // supported
-  std::optional<nft::KernelFingerprint> fingerprint_;  // after our last commit
-  uint64_t fingerprintMismatches_ = 0;
   RetryBook rejected_;
   SyncFailureCounts failures_;
   std::function<bool()> afterCommit_;

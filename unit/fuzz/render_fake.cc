@@ -17,6 +17,7 @@
 #include "pkg/render/render.h"
 #include "pkg/source/manifest_merge.h"
 #include "pkg/state/cluster_state.h"
+#include "pkg/sync/planner.h"
 
 namespace {
 
@@ -60,12 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const kpn::api::DecodedObjects steps[] = {usable(objs, false), usable(objs, true), usable(objs, false)};
   for (const auto& step : steps) {
     merge.setFile("fuzz.yaml", step);
-    std::set<std::string> changed;
-    changed.swap(st.changedServices);
+    std::set<std::string> changed = st.takeChanges().services;
     bool first = committed.ruleset.tables.empty();
     if (first) kernel.declareStatic(renderer.skeleton());
-    const kpn::nft::Ruleset& rs = renderer.render(st, first ? nullptr : &changed);
-    auto plan = kpn::nft::planIncremental(committed, rs, renderer.touchedOwners());
+    // The daemon's plan path (pkg/sync/planner.h), against what is committed.
+    kpn::sync::PlanRequest req;
+    req.changed = first ? nullptr : &changed;
+    kpn::sync::PlannedSync planned =
+        kpn::sync::renderAndPlan(renderer, st, req, kpn::sync::PlanBase::fromCommitted(committed));
+    const kpn::nft::Ruleset& rs = planned.desired();
+    const kpn::nft::Plan& plan = planned.plan;
     if (plan.txn.toJson() != kpn::nft::planIncremental(committed, rs).txn.toJson())
       fail("incremental plan differs from the full comparison", plan.txn.toText());
     auto r = kernel.commit(plan.txn);
