@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
+
 #include "nft/expr.h"
 #include "nft/rule_text.h"
 #include "nft/transaction.h"
@@ -30,6 +32,33 @@ TEST_CASE("transaction JSON uses the shapes libnftables 1.0.6 accepts and lists 
         "[{\"concat\":[\"10.96.0.2\",\"udp\",53]},{\"goto\":{\"target\":\"services\"}}]]}}},\n"
         // deletes carry keys only
         "{\"delete\":{\"element\":{\"family\":\"ip\",\"table\":\"kube-proxy\",\"name\":\"service-ips\",\"elem\":[{\"concat\":[\"10.96.0.1\",\"tcp\",80]}]}}}]}");
+}
+
+TEST_CASE("transaction JSON written in pieces is the JSON written whole") {
+  Transaction t;
+  t.addTable(Family::IPv4, "kube-proxy");
+  t.addChain(Family::IPv4, "kube-proxy", "services", std::nullopt);
+  t.addRule(Family::IPv4, "kube-proxy", "services", makeRule({st::jump("services")}, "why"));
+  for (int i = 0; i < 300; ++i) {
+    Expr key = ex::concat({ex::addr("10.96.1." + std::to_string(i % 250)), ex::symbol("tcp"), ex::number(80 + i)});
+    t.addElement(Family::IPv4, "kube-proxy", verdictElement("service-ips", key, "services", "ns/s" + std::to_string(i)));
+    if (i % 7 == 0) t.deleteElement(Family::IPv4, "kube-proxy", setElement("cluster-ips", ex::addr("10.96.2.1")));
+  }
+  const std::string whole = t.toJson();
+  for (size_t pieceBytes : {size_t(1), size_t(100), size_t(4096), whole.size(), SIZE_MAX}) {
+    CAPTURE(pieceBytes);
+    std::string out = "c", joined;
+    size_t pieces = 0;
+    t.writeJson(out, pieceBytes, [&](std::string& piece) {
+      CHECK(piece.size() >= pieceBytes);  // a piece is handed over only once it is big enough
+      joined += piece;
+      ++pieces;
+    });
+    joined += out;  // the last piece
+    CHECK(joined == "c" + whole);
+    if (pieceBytes == 1) CHECK(pieces > 300);  // one per command and per element
+    if (pieceBytes >= whole.size()) CHECK(pieces == 0);
+  }
 }
 
 TEST_CASE("transaction text is native nft syntax") {
