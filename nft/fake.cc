@@ -79,10 +79,10 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
       auto s = t.sets.find(op.name);
       if (op.verb == Verb::Add) {
         if (s != t.sets.end()) {
-          if (!(s->second.decl == *op.set)) return fail("File exists (set " + op.name + ")");
+          if (!(s->second.decl == *op.set())) return fail("File exists (set " + op.name + ")");
           return {};
         }
-        t.sets[op.name].decl = *op.set;
+        t.sets[op.name].decl = *op.set();
       } else if (s == t.sets.end()) {
         return fail("No such file or directory (set " + op.name + ")");
       } else if (op.verb == Verb::Flush) {

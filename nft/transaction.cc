@@ -1,5 +1,6 @@
 #include "nft/transaction.h"
 
+#include <cstdint>
 #include <iterator>
 
 #include "nft/json_text.h"
@@ -9,18 +10,18 @@ namespace kpn::nft {
 namespace {
 
 Op makeOp(Verb v, Kind k, Family f, const std::string& table, const std::string& name) {
-  Op op{v, k, f, table, name, nullptr, nullptr, nullptr, nullptr, nullptr};
-  return op;
+  return Op{v, k, f, SetName(table), name, nullptr, nullptr};
 }
 
+// Points the operation at value: at the keeper's copy when there is one, else at a copy of its own.
 template <class T>
-void point(Op& op, const T& value, Keeper keep, const T* Op::*field) {
+void point(Op& op, const T& value, Keeper keep) {
   if (!keep) {
     auto copy = std::make_shared<const T>(value);
-    op.*field = copy.get();
+    op.subject = copy.get();
     op.keep = std::move(copy);
   } else {
-    op.*field = &value;
+    op.subject = &value;
     op.keep = std::move(keep);
   }
 }
@@ -38,7 +39,7 @@ void appendObjectHead(std::string& out, const Op& op) {
   out += "\"family\":\"";
   out += familyName(op.family);
   out += "\",\"table\":";
-  appendJsonString(out, op.table);
+  appendJsonString(out, op.table.str());
 }
 
 void appendTypeJson(std::string& out, const std::vector<std::string>& types) {
@@ -95,46 +96,59 @@ void Transaction::flushTable(Family f, const std::string& t) { ops_.push_back(ma
 void Transaction::deleteTable(Family f, const std::string& t) { ops_.push_back(makeOp(Verb::Delete, Kind::Table, f, t, "")); }
 void Transaction::addChain(Family f, const std::string& t, const std::string& c, const std::optional<Hook>& hook) {
   ops_.push_back(makeOp(Verb::Add, Kind::Chain, f, t, c));
-  if (hook) ops_.back().hook = std::make_shared<const Hook>(*hook);
+  if (hook) point(ops_.back(), *hook, nullptr);
 }
 void Transaction::flushChain(Family f, const std::string& t, const std::string& c) { ops_.push_back(makeOp(Verb::Flush, Kind::Chain, f, t, c)); }
 void Transaction::deleteChain(Family f, const std::string& t, const std::string& c) { ops_.push_back(makeOp(Verb::Delete, Kind::Chain, f, t, c)); }
 void Transaction::addRule(Family f, const std::string& t, const std::string& c, const Rule& r, Keeper keep) {
   ops_.push_back(makeOp(Verb::Add, Kind::Rule, f, t, c));
-  point(ops_.back(), r, std::move(keep), &Op::rulePtr);
+  point(ops_.back(), r, std::move(keep));
 }
 void Transaction::addSet(Family f, const std::string& t, const SetDecl& s) {
   ops_.push_back(makeOp(Verb::Add, Kind::Set, f, t, s.name));
-  ops_.back().set = std::make_shared<const SetDecl>(s);
+  point(ops_.back(), s, nullptr);
 }
 void Transaction::deleteSet(Family f, const std::string& t, const SetDecl& s) {
   ops_.push_back(makeOp(Verb::Delete, Kind::Set, f, t, s.name));
-  ops_.back().set = std::make_shared<const SetDecl>(s);
+  point(ops_.back(), s, nullptr);
 }
 void Transaction::flushSet(Family f, const std::string& t, const SetDecl& s) {
   ops_.push_back(makeOp(Verb::Flush, Kind::Set, f, t, s.name));
-  ops_.back().set = std::make_shared<const SetDecl>(s);
+  point(ops_.back(), s, nullptr);
 }
 void Transaction::addElement(Family f, const std::string& t, const Element& e, Keeper keep) {
   ops_.push_back(makeOp(Verb::Add, Kind::Element, f, t, e.set));
-  point(ops_.back(), e, std::move(keep), &Op::elementPtr);
+  point(ops_.back(), e, std::move(keep));
 }
 void Transaction::deleteElement(Family f, const std::string& t, const Element& e, Keeper keep) {
   ops_.push_back(makeOp(Verb::Delete, Kind::Element, f, t, e.set));
-  point(ops_.back(), e, std::move(keep), &Op::elementPtr);
+  point(ops_.back(), e, std::move(keep));
 }
 void Transaction::append(Transaction&& other) {
-  if (ops_.empty()) {
+  if (ops_.empty() && ops_.capacity() < other.ops_.size()) {
     ops_ = std::move(other.ops_);
   } else {
     ops_.reserve(ops_.size() + other.ops_.size());
     std::move(other.ops_.begin(), other.ops_.end(), std::back_inserter(ops_));
   }
-  other.ops_.clear();
+  std::vector<Op>().swap(other.ops_);  // its buffer goes now, not when `other` does
 }
 
+void Transaction::reserve(size_t ops) { ops_.reserve(ops); }
+
 std::string Transaction::toJson() const {
-  std::string out = "{\"nftables\":[";
+  std::string out;
+  writeJson(out, SIZE_MAX, nullptr);
+  return out;
+}
+
+void Transaction::writeJson(std::string& out, size_t pieceBytes, const std::function<void(std::string&)>& piece) const {
+  auto handOver = [&] {
+    if (out.size() < pieceBytes || !piece) return;
+    piece(out);
+    out.clear();
+  };
+  out += "{\"nftables\":[";
   bool first = true;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Op& op = ops_[i];
@@ -147,15 +161,15 @@ std::string Transaction::toJson() const {
       case Kind::Table:
         out += "\"table\":{\"family\":\"";
         out += familyName(op.family);
-        out += "\",\"name\":" + jsonString(op.table) + "}";
+        out += "\",\"name\":" + jsonString(op.table.str()) + "}";
         break;
       case Kind::Chain:
         out += "\"chain\":{";
         appendObjectHead(out, op);
         out += ",\"name\":" + jsonString(op.name);
-        if (op.verb == Verb::Add && op.hook) {
-          out += ",\"type\":" + jsonString(op.hook->type) + ",\"hook\":" + jsonString(op.hook->hook) +
-                 ",\"prio\":" + std::to_string(op.hook->priority) + ",\"policy\":\"accept\"";
+        if (op.verb == Verb::Add && op.hook()) {
+          out += ",\"type\":" + jsonString(op.hook()->type) + ",\"hook\":" + jsonString(op.hook()->hook) +
+                 ",\"prio\":" + std::to_string(op.hook()->priority) + ",\"policy\":\"accept\"";
         }
         out += "}";
         break;
@@ -167,18 +181,18 @@ std::string Transaction::toJson() const {
         out += ",\"expr\":" + op.rule().exprJson + "}";
         break;
       case Kind::Set: {
-        bool isMap = !op.set->dataType.empty() || (!op.set->typeofSpec.empty() && !op.set->dynamic);
+        bool isMap = !op.set()->dataType.empty() || (!op.set()->typeofSpec.empty() && !op.set()->dynamic);
         out += isMap ? "\"map\":{" : "\"set\":{";
         appendObjectHead(out, op);
         out += ",\"name\":" + jsonString(op.name);
         if (op.verb == Verb::Add) {
           out += ",\"type\":";
-          appendTypeJson(out, op.set->keyType);
-          if (isMap) out += ",\"map\":" + jsonString(op.set->dataType);
+          appendTypeJson(out, op.set()->keyType);
+          if (isMap) out += ",\"map\":" + jsonString(op.set()->dataType);
           // A dynamic set with a plain key type (the start-up probe's; ours have a typeofSpec and
           // are declared natively): nft 1.0.6 JSON takes "timeout" but not "dynamic" as a flag, and
           // adds dynamic itself for the set's update statement.
-          if (op.set->dynamic) out += ",\"flags\":[\"timeout\"]";
+          if (op.set()->dynamic) out += ",\"flags\":[\"timeout\"]";
         }
         out += "}";
         break;
@@ -196,6 +210,7 @@ std::string Transaction::toJson() const {
             break;
           if (j != i) out += ",";
           appendElementJson(out, o.element(), op.verb == Verb::Delete);
+          handOver();  // a run of elements can be the bulk of the transaction: pieces may split it
         }
         i = j - 1;
         out += "]}";
@@ -203,25 +218,25 @@ std::string Transaction::toJson() const {
       }
     }
     out += "}}";
+    handOver();
   }
   out += "]}";
-  return out;
 }
 
 std::string Transaction::toText() const {
   std::string out;
   for (const Op& op : ops_) {
     std::string head = std::string(verbName(op.verb)) + " ";
-    std::string where = std::string(familyName(op.family)) + " " + op.table;
+    std::string where = std::string(familyName(op.family)) + " " + op.table.str();
     switch (op.kind) {
       case Kind::Table:
         out += head + "table " + where + "\n";
         break;
       case Kind::Chain:
         out += head + "chain " + where + " " + op.name;
-        if (op.verb == Verb::Add && op.hook) {
-          out += " { type " + op.hook->type + " hook " + op.hook->hook + " priority " +
-                 std::to_string(op.hook->priority) + " ; policy accept ; }";
+        if (op.verb == Verb::Add && op.hook()) {
+          out += " { type " + op.hook()->type + " hook " + op.hook()->hook + " priority " +
+                 std::to_string(op.hook()->priority) + " ; policy accept ; }";
         }
         out += "\n";
         break;
@@ -231,14 +246,14 @@ std::string Transaction::toText() const {
         out += "\n";
         break;
       case Kind::Set:
-        if (op.verb == Verb::Add && !op.set->typeofSpec.empty()) {
-          out += nativeTypeofDeclaration(op.family, op.table, *op.set) + "\n";
+        if (op.verb == Verb::Add && !op.set()->typeofSpec.empty()) {
+          out += nativeTypeofDeclaration(op.family, op.table, *op.set()) + "\n";
         } else if (op.verb == Verb::Add) {
-          bool isMap = !op.set->dataType.empty();
-          out += head + (isMap ? "map " : "set ") + where + " " + op.name + " { type " + typeText(op.set->keyType) +
-                 (isMap ? " : " + op.set->dataType : "") + (op.set->dynamic ? " ; flags dynamic,timeout" : "") + " ; }\n";
+          bool isMap = !op.set()->dataType.empty();
+          out += head + (isMap ? "map " : "set ") + where + " " + op.name + " { type " + typeText(op.set()->keyType) +
+                 (isMap ? " : " + op.set()->dataType : "") + (op.set()->dynamic ? " ; flags dynamic,timeout" : "") + " ; }\n";
         } else {
-          bool isMap = !op.set->dataType.empty() || (!op.set->typeofSpec.empty() && !op.set->dynamic);
+          bool isMap = !op.set()->dataType.empty() || (!op.set()->typeofSpec.empty() && !op.set()->dynamic);
           out += head + (isMap ? "map " : "set ") + where + " " + op.name + "\n";
         }
         break;

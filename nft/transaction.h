@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,28 +13,32 @@
 
 namespace kpn::nft {
 
-enum class Verb { Add, Flush, Delete };
-enum class Kind { Table, Chain, Rule, Set, Element };
+enum class Verb : uint8_t { Add, Flush, Delete };
+enum class Kind : uint8_t { Table, Chain, Rule, Set, Element };
 
 // Anything that keeps an operation's rule or element alive: usually the immutable Part it
 // belongs to, so that an operation costs a pointer, not a copy of the element's strings (a cold
 // sync at 10k services carries ~240k operations).
 using Keeper = std::shared_ptr<const void>;
 
+// 72 bytes (was 144: at 50k services a cold sync's ~550k operations were ~80 MB, twice that while
+// the phases were joined): the table name is interned (our two tables, the probe's), and what the
+// operation is about (hook, set declaration, rule or element) is one pointer kept alive by `keep`.
 struct Op {
   Verb verb;
   Kind kind;
   Family family;
-  std::string table;
-  std::string name;                     // chain name (Chain, Rule) or set name (Set, Element)
-  std::shared_ptr<const Hook> hook;     // add chain: base chains only
-  std::shared_ptr<const SetDecl> set;   // add/delete set
-  Keeper keep;                          // keeps *rulePtr / *elementPtr alive
-  const Rule* rulePtr = nullptr;        // add rule
-  const Element* elementPtr = nullptr;  // add/delete element
-  const Rule& rule() const { return *rulePtr; }
-  const Element& element() const { return *elementPtr; }
-  std::optional<Hook> hookValue() const { return hook ? std::optional<Hook>(*hook) : std::nullopt; }
+  SetName table;
+  std::string name;  // chain name (Chain, Rule) or set name (Set, Element)
+  Keeper keep;       // keeps *subject alive
+  // Chain: its Hook (add chain of a base chain; else null); Set: its SetDecl; Rule: the Rule;
+  // Element: the Element.
+  const void* subject = nullptr;
+  const Hook* hook() const { return kind == Kind::Chain ? static_cast<const Hook*>(subject) : nullptr; }
+  const SetDecl* set() const { return kind == Kind::Set ? static_cast<const SetDecl*>(subject) : nullptr; }
+  const Rule& rule() const { return *static_cast<const Rule*>(subject); }
+  const Element& element() const { return *static_cast<const Element*>(subject); }
+  std::optional<Hook> hookValue() const { return hook() ? std::optional<Hook>(*hook()) : std::nullopt; }
 };
 
 class Transaction {
@@ -53,6 +58,7 @@ class Transaction {
   void addElement(Family f, const std::string& table, const Element& e, Keeper keep = nullptr);
   void deleteElement(Family f, const std::string& table, const Element& e, Keeper keep = nullptr);
   void append(Transaction&& other);
+  void reserve(size_t ops);
 
   const std::vector<Op>& ops() const { return ops_; }
   size_t size() const { return ops_.size(); }
@@ -60,6 +66,11 @@ class Transaction {
 
   // {"nftables":[...]}; consecutive element operations on one set share one command.
   std::string toJson() const;
+  // The same JSON in pieces, so that a big transaction's text never exists whole in this process
+  // (at 50k services it is ~75 MB): appends to `out` and, whenever `out` holds pieceBytes or more
+  // after a command or an element, hands it to `piece` and clears it. What is left in `out` at the end
+  // is the last piece. The pieces, concatenated, are exactly toJson().
+  void writeJson(std::string& out, size_t pieceBytes, const std::function<void(std::string&)>& piece) const;
   // Native nft syntax, one command per line; loads with `nft -f`.
   std::string toText() const;
 

@@ -1,6 +1,7 @@
 // Defences of the libnftables side against a hostile node: the typeof guard, the cache scope and
 // the supervised helper process.
 #include <doctest/doctest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -193,6 +194,56 @@ TEST_CASE("supervised helper: answers come back; a crash or exit fails one call 
   SupervisedHelper missing({"/nonexistent/helper"}, 10s);
   CHECK_FALSE(missing.call("commit", &error));
   CHECK(error.find("cannot start the helper /nonexistent/helper") != std::string::npos);
+}
+
+TEST_CASE("supervised helper: a request written in pieces arrives as one request") {
+  using namespace std::chrono_literals;
+  // cat echoes the pieces as they were framed; the reader joins them into the one frame it reads.
+  SupervisedHelper echo({"/bin/sh", "-c", "exec cat <&3 >&3"}, 10s);
+  std::string error;
+  const std::vector<std::string> pieces = {"c{\"nftables\":[", std::string(300000, 'x'), "", "]}"};
+  auto answer = echo.callInPieces(
+      [&](const SupervisedHelper::PieceWriter& write) {
+        for (size_t i = 0; i < pieces.size(); ++i)
+          if (!write(pieces[i], i + 1 < pieces.size())) return false;
+        return true;
+      },
+      &error);
+  REQUIRE(answer);
+  CHECK(*answer == pieces[0] + pieces[1] + pieces[3]);
+  CHECK(echo.starts() == 1);
+
+  // A producer whose write failed (the child is gone) fails the call; the next call starts anew.
+  SupervisedHelper exiting({"/bin/sh", "-c", "exit 3"}, 10s);
+  int writes = 0;
+  CHECK_FALSE(exiting.callInPieces(
+      [&](const SupervisedHelper::PieceWriter& write) {
+        for (int i = 0; i < 100; ++i, ++writes)
+          if (!write(std::string(100000, 'y'), true)) return false;
+        return write("", false);
+      },
+      &error));
+  CHECK(writes < 100);  // it stopped at the first failed write
+  CHECK(error == "exited with status 3");
+}
+
+TEST_CASE("frames: pieces are joined up to the reader's limit, counted over all pieces") {
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  REQUIRE(writeFramePiece(sv[0], "abc", true));
+  REQUIRE(writeFramePiece(sv[0], "def", false));
+  REQUIRE(writeFrame(sv[0], "g"));
+  std::string frame;
+  REQUIRE(readFrame(sv[1], &frame, 6));
+  CHECK(frame == "abcdef");
+  REQUIRE(readFrame(sv[1], &frame, 6));
+  CHECK(frame == "g");
+  // Two pieces of 4 bytes are over a limit of 6 although each piece is within it.
+  REQUIRE(writeFramePiece(sv[0], "1234", true));
+  REQUIRE(writeFramePiece(sv[0], "5678", false));
+  CHECK_FALSE(readFrame(sv[1], &frame, 6));
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
 
 TEST_CASE("supervised helper: a helper that hangs is killed after the call timeout") {

@@ -68,17 +68,25 @@ bool readable(int fd, std::chrono::milliseconds wait) {
 
 }  // namespace
 
-bool writeFrame(int fd, const std::string& payload) {
-  if (payload.size() > UINT32_MAX) return false;
-  uint32_t len = static_cast<uint32_t>(payload.size());
-  return writeAll(fd, reinterpret_cast<const char*>(&len), sizeof len) && writeAll(fd, payload.data(), payload.size());
+bool writeFramePiece(int fd, const std::string& piece, bool more) {
+  if (piece.size() > kFrameLengthMask) return false;
+  uint32_t len = static_cast<uint32_t>(piece.size()) | (more ? kMorePiecesBit : 0);
+  return writeAll(fd, reinterpret_cast<const char*>(&len), sizeof len) && writeAll(fd, piece.data(), piece.size());
 }
 
+bool writeFrame(int fd, const std::string& payload) { return writeFramePiece(fd, payload, false); }
+
 bool readFrame(int fd, std::string* payload, size_t maxBytes) {
-  uint32_t len;
-  if (!readAll(fd, reinterpret_cast<char*>(&len), sizeof len) || len > maxBytes) return false;
-  payload->resize(len);
-  return readAll(fd, payload->data(), len);
+  payload->clear();
+  for (;;) {
+    uint32_t word;
+    if (!readAll(fd, reinterpret_cast<char*>(&word), sizeof word)) return false;
+    const size_t len = word & kFrameLengthMask, at = payload->size();
+    if (len > maxBytes - at) return false;
+    payload->resize(at + len);
+    if (!readAll(fd, payload->data() + at, len)) return false;
+    if (!(word & kMorePiecesBit)) return true;
+  }
 }
 
 SupervisedHelper::SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout)
@@ -168,9 +176,14 @@ void SupervisedHelper::renew() {
 }
 
 std::optional<std::string> SupervisedHelper::call(const std::string& request, std::string* error) {
+  return callInPieces([&](const PieceWriter& write) { return write(request, false); }, error);
+}
+
+std::optional<std::string> SupervisedHelper::callInPieces(const std::function<bool(const PieceWriter&)>& produce,
+                                                          std::string* error) {
   if (pid_ == 0 && !start(error)) return std::nullopt;
   std::string answer;
-  bool sent = writeFrame(fd_, request);
+  bool sent = produce([&](const std::string& piece, bool more) { return writeFramePiece(fd_, piece, more); });
   if (sent && !readable(fd_, timeout_)) {
     *error = "did not answer within " + std::to_string(timeout_.count()) + " ms; " + stop(true);
     return std::nullopt;

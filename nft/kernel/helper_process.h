@@ -6,11 +6,15 @@
 // and EOF when the parent closes its end.
 //
 // Framing: each request and each answer is a 4-byte native-endian length and that many bytes.
+// A request may come in pieces (a big transaction is sent as it is written, never held whole):
+// the length word of every piece but the last has its top bit set; the reader joins them.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +22,11 @@
 namespace kpn::nft {
 
 // Frame I/O on a blocking stream socket; false on EOF, error or a frame longer than maxBytes.
+// A frame's length is at most kFrameLengthMask; readFrame joins pieces up to maxBytes in all.
+constexpr uint32_t kMorePiecesBit = 0x80000000u, kFrameLengthMask = 0x7fffffffu;
 bool writeFrame(int fd, const std::string& payload);
+// One piece of a frame; more: further pieces of the same frame follow.
+bool writeFramePiece(int fd, const std::string& piece, bool more);
 bool readFrame(int fd, std::string* payload, size_t maxBytes);
 
 class SupervisedHelper {
@@ -33,6 +41,11 @@ class SupervisedHelper {
   // what happened to the child ("helper killed by signal 11 (Segmentation fault)"); the child is
   // gone by then and the next call starts a new one.
   std::optional<std::string> call(const std::string& request, std::string* error);
+  // The same with the request written in pieces as it is produced: `produce` calls the writer
+  // with each piece (more: another piece follows; the last one says false) and returns false as
+  // soon as a write fails (the child is gone), true once the last piece went.
+  using PieceWriter = std::function<bool(const std::string& piece, bool more)>;
+  std::optional<std::string> callInPieces(const std::function<bool(const PieceWriter&)>& produce, std::string* error);
   // Ends the child now (its memory goes back to the system); the next call starts a new one.
   void recycle();
   // Ends the child and starts the next one at once, so that it has loaded its libraries and

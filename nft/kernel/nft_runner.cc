@@ -26,13 +26,41 @@ NftRunner::NftRunner(NftRunnerOptions options)
       iptablesHelper_(nftHelperArgv(options.executable, getpid(), iptablesNftTables()), options.callTimeout) {}
 NftRunner::~NftRunner() = default;
 
-RunResult NftRunner::run(NftOp op, const std::string& buf, std::string* output) {
-  return runOn(helper_, op, buf, output);
+namespace {
+
+// A transaction's JSON goes to the helper in pieces of about this size as it is written, so the
+// daemon never holds the whole text (nor a second copy of it as the request frame): at 50k
+// services that was ~75 MB twice at the peak. The helper joins the pieces and libnftables still
+// gets one buffer: one transaction.
+constexpr size_t kJsonPieceBytes = size_t(1) << 20;
+
+NftRunner::Request wholeRequest(NftOp op, const std::string& buf) {
+  return [op, &buf](const SupervisedHelper::PieceWriter& write) { return write(encodeNftRequest(op, buf), false); };
 }
 
-RunResult NftRunner::runOn(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output) {
+NftRunner::Request transactionRequest(NftOp op, const Transaction& txn, size_t* bytes) {
+  return [op, &txn, bytes](const SupervisedHelper::PieceWriter& write) {
+    std::string out = encodeNftRequest(op, "");
+    *bytes = 0;
+    bool sent = true;
+    txn.writeJson(out, kJsonPieceBytes, [&](std::string& piece) {
+      *bytes += piece.size();
+      sent = sent && write(piece, true);
+    });
+    *bytes += out.size() - 1;  // the op byte is not JSON
+    return sent && write(out, false);
+  };
+}
+
+}  // namespace
+
+RunResult NftRunner::run(NftOp op, const std::string& buf, std::string* output) {
+  return runOn(helper_, wholeRequest(op, buf), output);
+}
+
+RunResult NftRunner::runOn(SupervisedHelper& helper, const Request& request, std::string* output) {
   std::string error;
-  auto frame = helper.call(encodeNftRequest(op, buf), &error);
+  auto frame = helper.callInPieces(request, &error);
   if (!frame) {
     LOG(ERROR) << "libnftables helper failed: " << error << "; a new helper takes the next call";
     return {false, "libnftables helper " + error};
@@ -47,9 +75,13 @@ RunResult NftRunner::runOn(SupervisedHelper& helper, NftOp op, const std::string
 }
 
 RunResult NftRunner::change(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output) {
+  return change(helper, wholeRequest(op, buf), output);
+}
+
+RunResult NftRunner::change(SupervisedHelper& helper, const Request& request, std::string* output) {
   std::string error;
   std::optional<uint32_t> before = readGeneration(&error);
-  RunResult r = runOn(helper, op, buf, output);
+  RunResult r = runOn(helper, request, output);
   r.generation = readGeneration(&error);
   if (r.ok) noteChange(before, r.generation);
   return r;
@@ -73,12 +105,12 @@ RunResult NftRunner::commitScratch(const std::string& table, const std::string& 
 
 RunResult NftRunner::commit(const Transaction& txn) {
   if (txn.empty()) return {};
-  std::string json = txn.toJson();
+  size_t bytes = 0;
   bool big = txn.size() > kBigCommitOps;
   if (big) noteBigCommit(true);
-  RunResult r = change(helper_, NftOp::Commit, json);
+  RunResult r = change(helper_, transactionRequest(NftOp::Commit, txn, &bytes));
   if (big) noteBigCommit(false);
-  r.bytes = json.size();
+  r.bytes = bytes;
   if (txn.size() > kRecycleAfterOps) helper_.renew();
   return r;
 }
@@ -86,7 +118,8 @@ RunResult NftRunner::commit(const Transaction& txn) {
 // The helper's dry-run context: the kernel validates the whole batch and aborts it.
 RunResult NftRunner::check(const Transaction& txn) {
   if (txn.empty()) return {};
-  RunResult r = run(NftOp::Check, txn.toJson());
+  size_t bytes = 0;
+  RunResult r = runOn(helper_, transactionRequest(NftOp::Check, txn, &bytes), nullptr);
   if (txn.size() > kRecycleAfterOps) helper_.recycle();
   return r;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,14 +61,18 @@ class NftRunner : public Runner {
 
   int helperStarts() const { return helper_.starts(); }  // how many helpers ran so far
 
+  // A request to the helper, written in pieces (SupervisedHelper::callInPieces).
+  using Request = std::function<bool(const SupervisedHelper::PieceWriter&)>;
+
  private:
   // After a commit this big the helper is recycled: libnftables keeps what it built (~13 MiB in
   // millions of small blocks after a cold sync at 10k services); a new process holds none of it.
   static constexpr size_t kRecycleAfterOps = 10000;
   RunResult run(NftOp op, const std::string& buf, std::string* output = nullptr);
-  RunResult runOn(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output);
+  RunResult runOn(SupervisedHelper& helper, const Request& request, std::string* output);
   // runOn for a call that changes the kernel: the generation is read before and after it.
   RunResult change(SupervisedHelper& helper, NftOp op, const std::string& buf, std::string* output = nullptr);
+  RunResult change(SupervisedHelper& helper, const Request& request, std::string* output = nullptr);
   NftRunnerOptions options_;
   SupervisedHelper helper_;
   SupervisedHelper iptablesHelper_;  // runJson: the iptables-nft tables only, started on first use

@@ -27,6 +27,9 @@ EndpointOrder stickyOrder(const EndpointOrder& previous, const std::vector<std::
     *hole = next.back();
     next.pop_back();
   }
+  // Orders live as long as their service: growth slack (16 slots for 10 endpoints) was ~2 MiB at
+  // 10k services.
+  next.shrink_to_fit();
   return next;
 }
 
