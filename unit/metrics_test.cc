@@ -257,7 +257,7 @@ TEST_CASE("bind addresses: host:port as upstream's flags take them") {
 }
 
 TEST_CASE("no local endpoints: Local policies with endpoints only elsewhere, per family; the index follows changes") {
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   state::ClusterState st;
   auto internal = service("default", "int", {"10.96.0.10", "fd00::10"}, {port("http", 80)});

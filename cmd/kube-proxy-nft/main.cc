@@ -25,13 +25,13 @@
 #include "nft/diff.h"
 #include "nft/kernel/nft_helper.h"
 #include "nft/static_declarations.h"
-#include "pkg/conntrack/cleanup_worker.h"
-#include "pkg/conntrack/lc_follower.h"
-#include "pkg/conntrack/netlink_table.h"
+#include "pkg/api/skip_report.h"
 #include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
 #include "pkg/config/version.h"
-#include "pkg/api/skip_report.h"
+#include "pkg/conntrack/cleanup_worker.h"
+#include "pkg/conntrack/lc_follower.h"
+#include "pkg/conntrack/netlink_table.h"
 #include "pkg/health/health_check_ports.h"
 #include "pkg/health/proxy_health.h"
 #include "pkg/health/sync_follower.h"
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     return err ? 1 : 0;
   }
 
-  kpn::render::NodeConfig cfg;
+  kpn::services::NodeConfig cfg;
   cfg.nodeName = kpn::config::nodeName(conf.config, kpn::cmd::localHostname());
   std::vector<std::string> warnings;
   if (auto err = kpn::config::toNodeConfig(conf.config, cfg, &warnings)) {
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   // families the syncer programs (known from its first sync).
   kpn::health::ProxyHealth proxyHealth(clock, 2 * syncPeriod,
                                        [&syncer] { return kpn::health::familyNames(syncer.families()); });
-  kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
+  kpn::health::SyncFollower healthFollower(state, cfg, renderer.environment(), healthPorts, proxyHealth);
   kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
   kpn::sync::ProgrammingLatencyLog latencyLog;
   kpn::sync::SyncLog syncLog(state);

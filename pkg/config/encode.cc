@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "pkg/sync/duration.h"
+#include "pkg/config/duration.h"
 
 namespace kpn::config {
 
@@ -44,7 +44,7 @@ class Writer {
     return *this;
   }
   Writer& int32(const char* key, int32_t v) { return number(key, std::to_string(v)); }
-  Writer& duration(const char* key, Duration d) { return str(key, sync::formatGoDuration(d)); }
+  Writer& duration(const char* key, Duration d) { return str(key, formatGoDuration(d)); }
   Writer& strings(const char* key, const std::vector<std::string>& v) {
     out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const std::string& s : v) out_ << YAML::DoubleQuoted << s;

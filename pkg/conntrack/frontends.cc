@@ -5,12 +5,13 @@
 
 #include <algorithm>
 
-#include "pkg/render/claims.h"
+#include "pkg/services/claims.h"
+#include "pkg/services/family.h"
 
 namespace kpn::conntrack {
 
 EndpointIps servingEndpoints(const api::ServicePort& sp, const std::vector<state::SlicePtr>& slices, uint8_t family) {
-  const char* addressType = family == AF_INET ? "IPv4" : "IPv6";
+  const char* addressType = services::familyWordOfAf(family);
   EndpointIps out;
   for (const auto& slice : slices) {
     if (slice->addressType != addressType) continue;
@@ -42,7 +43,7 @@ std::vector<Ip> frontendIps(const api::Service& svc, uint8_t family) {
   };
   for (const auto& ip : svc.clusterIPs) add(ip, true);
   if (!hasClusterIP) return {};
-  for (const auto& ip : render::loadBalancerVIPs(svc)) add(ip, false);
+  for (const auto& ip : services::loadBalancerVIPs(svc)) add(ip, false);
   for (const auto& ip : svc.externalIPs) add(ip, false);
   return addrs;
 }
@@ -57,7 +58,7 @@ Frontends Frontends::build(const UdpServices& services, uint8_t family) {
     const api::Service& svc = *entry.service;
     const std::vector<Ip> addrs = frontendIps(svc, family);
     if (addrs.empty()) continue;
-    const std::string rank = render::claimRank(svc);
+    const std::string rank = services::claimRank(svc);
     for (const auto& sp : svc.ports) {
       if (sp.protocol != api::Protocol::UDP || sp.port <= 0 || sp.port > 65535) continue;
       EndpointIps eps = servingEndpoints(sp, entry.slices, family);

@@ -1,4 +1,5 @@
 #include "pkg/health/proxy_health.h"
+#include "pkg/services/family.h"
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -17,7 +18,7 @@ bool nodeEligible(const api::Node* node) {
 
 std::vector<std::string> familyNames(const std::set<nft::Family>& families) {
   std::vector<std::string> out;
-  for (nft::Family f : families) out.push_back(f == nft::Family::IPv4 ? "IPv4" : "IPv6");
+  for (nft::Family f : families) out.push_back(services::familyWord(f));
   return out;
 }
 

@@ -9,7 +9,7 @@
 
 #include "pkg/api/types.h"
 
-namespace kpn::render {
+namespace kpn::services {
 
 struct EndpointChoice {
   std::string ip;  // canonical
@@ -49,4 +49,4 @@ EndpointSets categorizeEndpoints(const api::ServicePort& port, const std::vector
                                  const std::string& addressType, const std::string& nodeName,
                                  const std::string& zone = "");
 
-}  // namespace kpn::render
+}  // namespace kpn::services

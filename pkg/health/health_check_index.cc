@@ -1,26 +1,27 @@
-#include "pkg/render/health_check.h"
+#include "pkg/health/health_check_index.h"
 
 #include <glog/logging.h>
 
 #include <optional>
 
 #include "pkg/net/ip.h"
-#include "pkg/render/render.h"
+#include "pkg/services/family.h"
+#include "pkg/services/proxied.h"
 
-namespace kpn::render {
+namespace kpn::health {
 namespace {
 
 std::string portDestination(int32_t port) { return "healthcheck " + std::to_string(port); }
 
 // The service's health-check entry, or nullopt when it has none.
-std::optional<HealthCheckService> entryOf(const state::ClusterState& st, const NodeConfig& cfg, const std::string& key,
+std::optional<HealthCheckService> entryOf(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key,
                                           const api::Service& svc) {
   if (svc.type != "LoadBalancer" || svc.externalTrafficPolicy != "Local" || svc.healthCheckNodePort <= 0)
     return std::nullopt;
-  if (!serviceIsProxied(svc, cfg)) return std::nullopt;
+  if (!services::serviceIsProxied(svc, cfg)) return std::nullopt;
   // Count each pod once: the endpoints of the service's primary family.
   auto fam = net::familyOf(svc.clusterIPs.front());
-  const char* addressType = fam == net::Family::V6 ? "IPv6" : "IPv4";
+  const char* addressType = services::familyWord(*fam);
   std::set<std::string> local;
   auto slices = st.slicesByService.find(key);
   if (slices != st.slicesByService.end() && !cfg.nodeName.empty()) {
@@ -40,7 +41,7 @@ std::optional<HealthCheckService> entryOf(const state::ClusterState& st, const N
 
 }  // namespace
 
-void HealthCheckIndex::refresh(const state::ClusterState& st, const NodeConfig& cfg, const std::string& key,
+void HealthCheckIndex::refresh(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key,
                                std::set<int32_t>& touched) {
   auto it = st.services.find(key);
   std::optional<HealthCheckService> entry;
@@ -58,12 +59,12 @@ void HealthCheckIndex::refresh(const state::ClusterState& st, const NodeConfig& 
   int32_t port = svc.healthCheckNodePort;
   touched.insert(port);
   byService_.emplace(key, Entry{port, std::move(*entry)});
-  claims_.update(key, claimRank(svc), {portDestination(port)}, nullptr);
+  claims_.update(key, services::claimRank(svc), {portDestination(port)}, nullptr);
   std::string owner = claims_.owner(portDestination(port));
   if (owner != key) LOG(WARNING) << "healthCheckNodePort " << port << ": Service " << key << " loses it to the older " << owner;
 }
 
-bool HealthCheckIndex::update(const state::ClusterState& st, const NodeConfig& cfg, const std::set<std::string>* changed) {
+bool HealthCheckIndex::update(const state::ClusterState& st, const services::NodeConfig& cfg, const std::set<std::string>* changed) {
   std::set<int32_t> touched;
   if (!changed) {
     for (const auto& [port, hc] : ports_) touched.insert(port);
@@ -91,10 +92,10 @@ bool HealthCheckIndex::update(const state::ClusterState& st, const NodeConfig& c
   return differs;
 }
 
-std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const NodeConfig& cfg) {
+std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const services::NodeConfig& cfg) {
   HealthCheckIndex index;
   index.update(st, cfg, nullptr);
   return index.ports();
 }
 
-}  // namespace kpn::render
+}  // namespace kpn::health

@@ -1,8 +1,8 @@
-#include "pkg/render/endpoints.h"
+#include "pkg/services/endpoints.h"
 
 #include <algorithm>
 
-namespace kpn::render {
+namespace kpn::services {
 
 namespace {
 
@@ -100,4 +100,4 @@ EndpointSets categorizeEndpoints(const api::ServicePort& sp, const std::vector<c
   return out;
 }
 
-}  // namespace kpn::render
+}  // namespace kpn::services
