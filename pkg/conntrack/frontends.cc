@@ -6,26 +6,28 @@
 #include <algorithm>
 
 #include "pkg/services/claims.h"
+#include "pkg/services/endpoints.h"
 #include "pkg/services/family.h"
 
 namespace kpn::conntrack {
 
+namespace {
+
+// Upstream's IsServing: the serving condition (a missing one counts as true); a ready endpoint
+// counts too, whatever it says, since the rules send traffic to it. A flow answered by anything
+// else is stale.
+bool isConntrackTarget(const api::EndpointConditions& c) { return c.isServing() || c.isReady(); }
+
+}  // namespace
+
 EndpointIps servingEndpoints(const api::ServicePort& sp, const std::vector<state::SlicePtr>& slices, uint8_t family) {
-  const char* addressType = services::familyWordOfAf(family);
   EndpointIps out;
-  for (const auto& slice : slices) {
-    if (slice->addressType != addressType) continue;
-    bool matches = false;
-    for (const auto& p : slice->ports)
-      if (p.name == sp.name && p.protocol == sp.protocol && p.port) matches = true;
-    if (!matches) continue;
-    for (const auto& ep : slice->endpoints) {
-      if (ep.addresses.empty() || !(ep.conditions.isServing() || ep.conditions.isReady())) continue;
-      uint8_t f = 0;
-      auto ip = parseIp(ep.addresses.front(), &f);
-      if (ip && f == family) out.push_back(*ip);
-    }
-  }
+  services::forEachEndpointOfPort(sp, slices, services::familyWordOfAf(family), [&](const api::Endpoint& ep, int32_t) {
+    if (!isConntrackTarget(ep.conditions)) return;
+    uint8_t f = 0;
+    auto ip = parseIp(ep.addresses.front(), &f);
+    if (ip && f == family) out.push_back(*ip);
+  });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "pkg/net/ip.h"
+#include "pkg/services/endpoints.h"
 #include "pkg/services/family.h"
 #include "pkg/services/proxied.h"
 
@@ -13,28 +14,28 @@ namespace {
 
 std::string portDestination(int32_t port) { return "healthcheck " + std::to_string(port); }
 
+// Upstream's rule for the health check: a load balancer sends traffic only to nodes with a ready
+// endpoint here, so terminating ones do not count, serving or not.
+bool countsForHealthCheck(const api::Endpoint& ep, const std::string& nodeName) {
+  return ep.nodeName == nodeName && ep.conditions.isReady();
+}
+
 // The service's health-check entry, or nullopt when it has none.
 std::optional<HealthCheckService> entryOf(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key,
                                           const api::Service& svc) {
   if (svc.type != "LoadBalancer" || svc.externalTrafficPolicy != "Local" || svc.healthCheckNodePort <= 0)
     return std::nullopt;
   if (!services::serviceIsProxied(svc, cfg)) return std::nullopt;
-  // Count each pod once: the endpoints of the service's primary family.
+  // Count each pod once: the endpoints of the service's primary family, of any of its ports.
   auto fam = net::familyOf(svc.clusterIPs.front());
-  const char* addressType = services::familyWord(*fam);
+  const char* addressType = services::familyWord(fam.value_or(net::Family::V4));
   std::set<std::string> local;
-  auto slices = st.slicesByService.find(key);
-  if (slices != st.slicesByService.end() && !cfg.nodeName.empty()) {
-    for (const auto& [name, slice] : slices->second) {
-      if (slice->addressType != addressType) continue;
-      bool servesAPort = false;
-      for (const auto& sp : svc.ports)
-        for (const auto& p : slice->ports) servesAPort = servesAPort || (p.name == sp.name && p.protocol == sp.protocol && p.port);
-      if (!servesAPort) continue;
-      for (const auto& ep : slice->endpoints)
-        if (!ep.addresses.empty() && ep.nodeName == cfg.nodeName && ep.conditions.isReady())
-          local.insert(ep.addresses.front());
-    }
+  if (!cfg.nodeName.empty()) {
+    const std::vector<const api::EndpointSlice*> slices = services::slicesOf(st, key);
+    for (const auto& sp : svc.ports)
+      services::forEachEndpointOfPort(sp, slices, addressType, [&](const api::Endpoint& ep, int32_t) {
+        if (countsForHealthCheck(ep, cfg.nodeName)) local.insert(ep.addresses.front());
+      });
   }
   return HealthCheckService{svc.meta.ns, svc.meta.name, static_cast<int>(local.size())};
 }

@@ -29,9 +29,7 @@ NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const service
   const bool internalLocal = svc.internalTrafficPolicy == "Local";
   const bool externalLocal = svc.externalTrafficPolicy == "Local" && externallyReachable(svc);
   if (!internalLocal && !externalLocal) return n;
-  std::vector<const api::EndpointSlice*> slices;
-  if (auto s = st.slicesByService.find(key); s != st.slicesByService.end())
-    for (const auto& [name, slice] : s->second) slices.push_back(slice.get());
+  const std::vector<const api::EndpointSlice*> slices = services::slicesOf(st, key);
   for (const std::string& ip : svc.clusterIPs) {
     auto fam = net::familyOf(ip);
     if (!fam) continue;

@@ -69,10 +69,7 @@ std::map<int32_t, LocalhostNodePort> localhostNodePorts(const state::ClusterStat
     bool inFamily = false;  // as upstream's per-family proxier: a service of this family
     for (const auto& ip : svc->clusterIPs) inFamily = inFamily || net::familyOf(ip) == f;
     if (!inFamily) continue;
-    std::vector<const api::EndpointSlice*> slices;
-    auto sl = st.slicesByService.find(key);
-    if (sl != st.slicesByService.end())
-      for (const auto& [name, slice] : sl->second) slices.push_back(slice.get());
+    const std::vector<const api::EndpointSlice*> slices = services::slicesOf(st, key);
     const std::string rank = services::claimRank(*svc);
     for (const api::ServicePort& sp : svc->ports) {
       if (sp.protocol != api::Protocol::TCP || sp.nodePort <= 0) continue;

@@ -6,6 +6,7 @@
 #include "pkg/render/layout.h"
 #include "pkg/render/localhost_nodeports.h"
 #include "pkg/render/slot_adoption.h"
+#include "pkg/services/endpoints.h"
 #include "pkg/services/proxied.h"
 
 namespace kpn::render {
@@ -109,12 +110,8 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
   for (const std::string& key : keys) {
     if (incremental) touched_.insert(ownerOf(key));
     const api::Service* svc = proxied(key);
-    std::vector<const api::EndpointSlice*> slices;
-    if (svc) {
-      auto sl = st.slicesByService.find(key);
-      if (sl != st.slicesByService.end())
-        for (const auto& [name, slice] : sl->second) slices.push_back(slice.get());
-    }
+    const std::vector<const api::EndpointSlice*> slices =
+        svc ? services::slicesOf(st, key) : std::vector<const api::EndpointSlice*>{};
     std::vector<std::string> placed;
     std::vector<services::LeastConnPort> leastConn;
     for (size_t f = 0; f < last_.tables.size(); ++f) {

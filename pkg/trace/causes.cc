@@ -71,22 +71,20 @@ EndpointCounts countEndpoints(const api::ServicePort& sp, const std::vector<cons
     ++n.slices;
     if (s->addressType != addressType) continue;
     ++n.slicesOfFamily;
-    bool match = false;
     for (const auto& p : s->ports) {
       std::string proto = api::protocolName(p.protocol);
       offered.insert((p.name.empty() ? "(unnamed)" : p.name) + " " + (p.port ? std::to_string(*p.port) : "-") + "/" + proto);
-      match = match || (p.name == sp.name && p.protocol == sp.protocol && p.port);
     }
-    if (!match) continue;
+    if (!services::slicePortFor(*s, sp)) continue;
     ++n.portMatches;
     for (const auto& ep : s->endpoints) {
       if (ep.addresses.empty()) continue;
       ++n.total;
-      if (ep.conditions.isReady()) {
+      if (services::takesNewConnections(ep.conditions)) {
         ++n.ready;
         n.readyNodes.insert(ep.nodeName.empty() ? "(no node)" : ep.nodeName);
         if (!nodeName.empty() && ep.nodeName == nodeName) ++n.readyLocal;
-      } else if (ep.conditions.isServing() && ep.conditions.isTerminating()) {
+      } else if (services::takesConnectionsWhileTerminating(ep.conditions)) {
         ++n.servingTerminating;
       } else {
         ++(ep.conditions.isTerminating() ? n.terminating : n.notReady);
