@@ -29,7 +29,7 @@ namespace kpn::conntrack {
 class CleanupWorker {
  public:
   using TableFactory = std::function<std::unique_ptr<FlowTable>(std::string* error)>;
-  // After each family's pass that ran a dump: "IPv4"/"IPv6" and what it did (metrics, tests).
+  // After each family's pass that ran a dump: its family word (services::familyWord) and what it did (metrics, tests).
   using Reporter = std::function<void(const char* family, const FamilyResult&)>;
 
   CleanupWorker(TableFactory open, Reporter report);

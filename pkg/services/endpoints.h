@@ -18,7 +18,7 @@ namespace kpn::services {
 const api::EndpointPort* slicePortFor(const api::EndpointSlice& slice, const api::ServicePort& sp);
 
 // The join: calls visit(endpoint, port number) for every endpoint with an address in the slices
-// of `addressType` ("IPv4", "IPv6": familyWord) whose port serves `sp`. Slices: anything that
+// of `addressType` (familyWord) whose port serves `sp`. Slices: anything that
 // dereferences to an api::EndpointSlice (raw or shared pointers). Readiness is the caller's.
 template <class Slices, class Visit>
 void forEachEndpointOfPort(const api::ServicePort& sp, const Slices& slices, const std::string& addressType,
@@ -55,7 +55,7 @@ struct EndpointChoice {
   }
 };
 
-// All slices of one service; addressType "IPv4" or "IPv6" picks the family. Sorted, deduplicated.
+// All slices of one service; addressType (familyWord) picks the family. Sorted, deduplicated.
 std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& port,
                                             const std::vector<const api::EndpointSlice*>& slices,
                                             const std::string& addressType, const std::string& nodeName);

@@ -10,8 +10,8 @@
 namespace kpn::services {
 
 inline const char* familyWord(net::Family f) { return f == net::Family::V6 ? "IPv6" : "IPv4"; }
-inline const char* familyWord(nft::Family f) { return f == nft::Family::IPv6 ? "IPv6" : "IPv4"; }
+inline const char* familyWord(nft::Family f) { return familyWord(f == nft::Family::IPv6 ? net::Family::V6 : net::Family::V4); }
 // AF_INET or AF_INET6 (conntrack's families).
-inline const char* familyWordOfAf(int af) { return af == AF_INET ? "IPv4" : "IPv6"; }
+inline const char* familyWordOfAf(int af) { return familyWord(af == AF_INET ? net::Family::V4 : net::Family::V6); }
 
 }  // namespace kpn::services
