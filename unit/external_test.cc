@@ -283,8 +283,10 @@ TEST_CASE("--nodeport-addresses: primary by default, CIDRs, upstream 1.37's keyw
   CHECK(cfg.localhostNodePortsV6);
   services::applyNodePortAddresses({"127.0.0.2/32"}, cfg);  // not the address the listeners bind
   CHECK_FALSE(cfg.localhostNodePortsV4);
-  for (const char* ok : {"primary", "localhost", "all", "10.0.0.0/8", "::1/128"}) CHECK(services::isNodePortAddressEntry(ok));
-  for (const char* bad : {"", "bogus", "Localhost", "10.0.0.0/33", " primary"}) CHECK_FALSE(services::isNodePortAddressEntry(bad));
+  for (const char* ok : {"primary", "localhost", "all", "10.0.0.0/8", "::1/128"})
+    CHECK(services::isNodePortAddressEntry(ok));
+  for (const char* bad : {"", "bogus", "Localhost", "10.0.0.0/33", " primary"})
+    CHECK_FALSE(services::isNodePortAddressEntry(bad));
 }
 
 TEST_CASE("--detect-local-mode needs its interface flag, and rejects unknown modes") {

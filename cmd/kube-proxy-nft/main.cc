@@ -202,8 +202,8 @@ int main(int argc, char** argv) {
   auto serverError = healthzServer.start(httpLoop, conf.config.healthzBindAddress, conf.config.bindAddressHardFail,
                                          proxyHealth, clock, &metrics, diagnosis.serverBindFailure());
   if (!serverError)
-    serverError = metricsServer.start(httpLoop, conf.config.metricsBindAddress, conf.config.bindAddressHardFail, metrics,
-                                      diagnosis.serverBindFailure());
+    serverError = metricsServer.start(httpLoop, conf.config.metricsBindAddress, conf.config.bindAddressHardFail,
+                                      metrics, diagnosis.serverBindFailure());
   if (serverError) {
     LOG(ERROR) << *serverError;
     diagnosis.flushEvents(std::chrono::seconds(5));  // upstream's Warning on the Node, then exit

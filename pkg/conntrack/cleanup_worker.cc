@@ -1,9 +1,10 @@
 #include "pkg/conntrack/cleanup_worker.h"
-#include "pkg/services/family.h"
 
 #include <glog/logging.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+
+#include "pkg/services/family.h"
 
 namespace kpn::conntrack {
 

@@ -7,7 +7,8 @@ namespace kpn::conntrack {
 namespace {
 
 // The entry for `key` in the current state, or nullopt when the cleanup does not look at it.
-std::optional<UdpService> entryOf(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key) {
+std::optional<UdpService> entryOf(const state::ClusterState& st, const services::NodeConfig& cfg,
+                                  const std::string& key) {
   auto it = st.services.find(key);
   if (it == st.services.end() || !hasUdpPort(*it->second, cfg)) return std::nullopt;
   UdpService e{it->second, {}};

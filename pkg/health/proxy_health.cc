@@ -1,5 +1,4 @@
 #include "pkg/health/proxy_health.h"
-#include "pkg/services/family.h"
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -7,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+
+#include "pkg/services/family.h"
 
 namespace kpn::health {
 

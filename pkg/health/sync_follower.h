@@ -14,8 +14,8 @@ namespace kpn::health {
 
 class SyncFollower : public sync::SyncObserver {
  public:
-  SyncFollower(const state::ClusterState& state, const services::NodeConfig& cfg, const services::Environment& environment,
-               HealthCheckPorts& ports, ProxyHealth& proxy)
+  SyncFollower(const state::ClusterState& state, const services::NodeConfig& cfg,
+               const services::Environment& environment, HealthCheckPorts& ports, ProxyHealth& proxy)
       : state_(state), cfg_(cfg), environment_(environment), ports_(ports), proxy_(proxy) {}
 
   void synced(const sync::SyncReport& r) override {

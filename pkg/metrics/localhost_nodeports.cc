@@ -56,7 +56,8 @@ struct LocalhostNodePortMetrics::Series {
       std::string error;
       auto packets = nft::readCounterPackets(familyAt(i), table, &error);
       if (!packets) {
-        LOG_EVERY_N(WARNING, 100) << "reading the localhost NodePort counters (" << services::familyWord(familyAt(i)) << "): " << error;
+        LOG_EVERY_N(WARNING, 100) << "reading the localhost NodePort counters (" << services::familyWord(familyAt(i))
+                                  << "): " << error;
         continue;
       }
       for (api::Protocol p : services::localhostRejectedProtocols()) {

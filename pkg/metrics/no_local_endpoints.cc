@@ -19,7 +19,8 @@ bool externallyReachable(const api::Service& svc) {
 bool isZero(const NoLocalEndpoints& n) { return !n.internalV4 && !n.internalV6 && !n.externalV4 && !n.externalV6; }
 }  // namespace
 
-NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key) {
+NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const services::NodeConfig& cfg,
+                                    const std::string& key) {
   NoLocalEndpoints n;
   auto it = st.services.find(key);
   if (it == st.services.end()) return n;

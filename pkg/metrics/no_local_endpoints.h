@@ -16,7 +16,8 @@
 namespace kpn::metrics {
 
 // One service's contribution (also the definition the index sums).
-NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key);
+NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const services::NodeConfig& cfg,
+                                    const std::string& key);
 
 class NoLocalEndpointsIndex {
  public:

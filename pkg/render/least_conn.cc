@@ -29,7 +29,8 @@ std::vector<std::string> leastConnSlots(const EndpointOrder& order, const std::v
       if (auto t = times.find(v); t != times.end())
         for (size_t i = 0; i < t->second && slots.size() < services::kLeastConnSlots; ++i) slots.push_back(v);
   }
-  if (slots.empty()) slots.assign(order.begin(), order.begin() + static_cast<long>(std::min(order.size(), services::kLeastConnSlots)));
+  if (slots.empty())
+    slots.assign(order.begin(), order.begin() + static_cast<long>(std::min(order.size(), services::kLeastConnSlots)));
   return slots;
 }
 

@@ -51,8 +51,8 @@ std::optional<Chain> localhostRejectChain(Family f, const services::NodeConfig& 
   return c;
 }
 
-std::optional<Element> localhostRejectElement(Family f, const services::NodeConfig& cfg, api::Protocol proto, int32_t nodePort,
-                                              const std::string& comment) {
+std::optional<Element> localhostRejectElement(Family f, const services::NodeConfig& cfg, api::Protocol proto,
+                                              int32_t nodePort, const std::string& comment) {
   if (proto == api::Protocol::TCP || !enabled(f, cfg)) return std::nullopt;
   return setElement(kLocalhostNodePorts, ex::concat({ex::symbol(api::protocolName(proto)), ex::number(nodePort)}),
                     comment);

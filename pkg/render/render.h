@@ -46,7 +46,9 @@ class Renderer : public services::LeastConnTarget {
   bool hasChoices() const { return !chosen_.empty(); }
   // The least-connection ports of the last render, by service, and a number that grows whenever
   // they change (what the connection counter watches).
-  const std::map<std::string, std::vector<services::LeastConnPort>>& leastConnPorts() const override { return leastConn_; }
+  const std::map<std::string, std::vector<services::LeastConnPort>>& leastConnPorts() const override {
+    return leastConn_;
+  }
   uint64_t leastConnVersion() const override { return leastConnVersion_; }
 
   // This namespace's addresses (NodePort addresses, the node IP without a Node object); call

@@ -54,7 +54,8 @@ void roundRobinTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::
 }
 
 // The endpoints of `order` (slot order) as the endpoint set holds them.
-std::vector<services::EndpointChoice> inSlotOrder(const EndpointOrder& order, const std::vector<services::EndpointChoice>& set) {
+std::vector<services::EndpointChoice> inSlotOrder(const EndpointOrder& order,
+                                                  const std::vector<services::EndpointChoice>& set) {
   std::map<std::string, const services::EndpointChoice*> byValue;
   for (const services::EndpointChoice& ep : set) byValue[ex::concat({ex::addr(ep.ip), ex::number(ep.port)}).json] = &ep;
   std::vector<services::EndpointChoice> out;

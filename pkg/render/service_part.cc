@@ -90,7 +90,8 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     const char* proto = api::protocolName(sp.protocol);
     const std::string clusterDest = services::ipDestination(s.clusterIP, sp.protocol, sp.port);
     if (!seen.insert(clusterDest).second) continue;  // a duplicate port: the API would have refused it
-    PortPlan p{sp, servicePortComment(svc, sp), services::categorizeEndpoints(sp, slices, services::familyWord(family), cfg.nodeName, env.zone)};
+    PortPlan p{sp, servicePortComment(svc, sp),
+               services::categorizeEndpoints(sp, slices, services::familyWord(family), cfg.nodeName, env.zone)};
     p.affinitySeconds = affinitySeconds(svc);
     p.scheduler = scheduler;
     p.chainKey = s.key + "/" + proto + "/" + portKey(sp);

@@ -38,7 +38,8 @@ struct ServicePart {
 // yet, every least-connection destination names its first endpoints).
 ServicePart renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
                               const services::NodeConfig& cfg, nft::Family family, BackendOrders& orders,
-                              const services::FamilyEnvironment& env = {}, const services::DestinationClaims* claims = nullptr,
+                              const services::FamilyEnvironment& env = {},
+                              const services::DestinationClaims* claims = nullptr,
                               const LeastConnChoices* choices = nullptr);
 
 // "<family> all/<proto>/<port>" or "<family> local/<proto>/<port>": a service's endpoint set.

@@ -247,7 +247,8 @@ ExcludedLookup ManifestDir::lookupExcluded(const std::string& ns, const std::str
     api::DecodedObjects objs;
     if (!api::decodeManifest(text, endsWith(file, ".json"), objs, &syntaxError)) continue;
     for (auto& svc : objs.services)
-      if (svc.meta.ns == ns && svc.meta.name == name && services::excludedByProxySelector(svc.meta)) out.service = std::move(svc);
+      if (svc.meta.ns == ns && svc.meta.name == name && services::excludedByProxySelector(svc.meta))
+        out.service = std::move(svc);
   }
   return out;
 }
