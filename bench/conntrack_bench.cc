@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   const long rssBefore = statusKb("VmRSS"), hwmBefore = statusKb("VmHWM");
   auto t0 = std::chrono::steady_clock::now();
   conntrack::UdpServiceIndex index;
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   index.update(st, cfg, nullptr);
   const double snapshotMs = msSince(t0);
   auto t1 = std::chrono::steady_clock::now();

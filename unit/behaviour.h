@@ -79,7 +79,7 @@ inline nft::eval::Packet packet(nft::eval::Entry entry, const std::string& from,
 
 // The node under test, its flags and addresses, a state, and the packets to send.
 struct World {
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   net::HostAddresses host;
   state::ClusterState st;
   nft::eval::Environment env;

@@ -157,17 +157,17 @@ TEST_CASE("behaviour: the four local-traffic detectors decide who is masqueraded
   // ClusterCIDR (the default): any address of the cluster CIDR, whichever interface.
   CHECK(w.fromPod("172.30.0.10", 80, api::Protocol::TCP, "10.0.2.9", "eth0") == kept);
   // NodeCIDR: only this node's pod CIDR (10.0.1.0/24).
-  render::parseDetectLocal("NodeCIDR", "", "", w.cfg);
+  services::parseDetectLocal("NodeCIDR", "", "", w.cfg);
   CHECK(w.fromPod("172.30.0.10", 80, api::Protocol::TCP, "10.0.2.9", "eth0") == masq);
   CHECK(w.fromPod("172.30.0.10", 80) == "10.0.1.7:8080 1/2 from 10.0.1.5; 10.0.2.1:8080 1/2 from 10.0.1.5");
   CHECK(w.fromPod("fd00:172:30::10", 80, api::Protocol::TCP, "fd00:10:0:2::9") ==
         "[fd00:10:0:1::7]:8080 1/2 from 2001:db8::1; [fd00:10:0:2::1]:8080 1/2 from 2001:db8::1");
   // BridgeInterface: whatever arrives on the bridge, whatever its address.
-  render::parseDetectLocal("BridgeInterface", "cni0", "", w.cfg);
+  services::parseDetectLocal("BridgeInterface", "cni0", "", w.cfg);
   CHECK(w.fromPod("172.30.0.10", 80, api::Protocol::TCP, "10.0.2.9", "cni0") == kept);
   CHECK(w.fromPod("172.30.0.10", 80, api::Protocol::TCP, "10.0.2.9", "eth0") == masq);
   // InterfaceNamePrefix: any interface whose name starts with the prefix.
-  render::parseDetectLocal("InterfaceNamePrefix", "", "veth", w.cfg);
+  services::parseDetectLocal("InterfaceNamePrefix", "", "veth", w.cfg);
   CHECK(w.fromPod("172.30.0.10", 80, api::Protocol::TCP, "10.0.2.9", "veth7") == kept);
   CHECK(w.fromPod("172.30.0.10", 80, api::Protocol::TCP, "10.0.2.9", "cni0") == masq);
   CHECK(w.fromNode("172.30.0.10", 80) == "10.0.1.7:8080 1/2 from 192.168.0.2; 10.0.2.1:8080 1/2 from 192.168.0.2");

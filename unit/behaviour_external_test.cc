@@ -57,12 +57,12 @@ TEST_CASE("behaviour: a NodePort answers on the NodePort addresses, not on the n
   CHECK(w.fromOutside(kNodeIP, 3001, api::Protocol::UDP) == "untouched");
 
   // --nodeport-addresses as CIDRs: the host's addresses inside them (loopback never).
-  render::applyNodePortAddresses({"192.168.0.0/24", "192.168.1.0/24", "127.0.0.0/8"}, w.cfg);
+  services::applyNodePortAddresses({"192.168.0.0/24", "192.168.1.0/24", "127.0.0.0/8"}, w.cfg);
   CHECK(w.fromOutside(kOtherLocalIP, 3001) == kBothMasq);
   CHECK(w.fromOutside("192.168.1.2", 3001) == kBothMasq);
   CHECK(w.fromNode("127.0.0.1", 3001) == "untouched");  // localhost NodePorts are userspace listeners
   // A /0: every local address of that family, still not loopback.
-  render::applyNodePortAddresses({"0.0.0.0/0"}, w.cfg);
+  services::applyNodePortAddresses({"0.0.0.0/0"}, w.cfg);
   CHECK(w.fromOutside("192.168.1.2", 3001) == kBothMasq);
   CHECK(w.fromOutside(kNodeIP, 3001) == kBothMasq);
   CHECK(w.fromNode("127.0.0.1", 3001) == "untouched");
@@ -139,12 +139,12 @@ TEST_CASE("behaviour: externalTrafficPolicy Local pod short-circuit follows the 
   World w;
   lb(w, "svc2", "172.30.0.42", 3002, "", "5.6.7.8", "Local");
   remoteAndLocal(w, "svc2");
-  render::parseDetectLocal("BridgeInterface", "cni0", "", w.cfg);
+  services::parseDetectLocal("BridgeInterface", "cni0", "", w.cfg);
   CHECK(w.fromPod("5.6.7.8", 80, api::Protocol::TCP, "10.0.1.5", "cni0") ==
         "10.180.0.1:80 1/2 from 10.0.1.5; 10.180.2.1:80 1/2 from 10.0.1.5");
   CHECK(w.fromPod("5.6.7.8", 80, api::Protocol::TCP, "10.0.1.5", "veth1") == "10.180.2.1:80 from 10.0.1.5");
   // NodeCIDR without a Node object: no detector, so pods are treated as outside clients.
-  render::parseDetectLocal("NodeCIDR", "", "", w.cfg);
+  services::parseDetectLocal("NodeCIDR", "", "", w.cfg);
   w.st.setNode(nullptr);
   CHECK(w.fromPod("5.6.7.8", 80) == "10.180.2.1:80 from 10.0.1.5");
 }

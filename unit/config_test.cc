@@ -132,13 +132,13 @@ TEST_CASE("config: the issue's ConfigMap, verbatim, decodes, validates and runs 
   }
   CHECK(schedulerNoted);
   CHECK(excludeNoted);
-  kpn::render::NodeConfig nc;
+  kpn::services::NodeConfig nc;
   REQUIRE_FALSE(toNodeConfig(c, nc, nullptr));
   REQUIRE(nc.clusterCidrV4);
   CHECK(nc.clusterCidrV4->str() == "10.244.0.0/16");
   CHECK(nc.masqueradeMark == 0x4000);
   CHECK(nc.nodePortPrimary);
-  CHECK(nc.scheduler == kpn::render::Scheduler::RoundRobin);  // what the start-up line says
+  CHECK(nc.scheduler == kpn::services::Scheduler::RoundRobin);  // what the start-up line says
 }
 
 TEST_CASE("config: the start-up line names the scheduler the rules use, for every IPVS name") {
@@ -147,10 +147,10 @@ TEST_CASE("config: the start-up line names the scheduler the rules use, for ever
   for (const char* name : {"rr", "wrr", "sh", "mh", "lc", "random", "round-robin", "source-hash"}) {
     CAPTURE(name);
     ProxyConfig c = decodeOk(std::string("mode: ipvs\nipvs: {scheduler: ") + name + "}\n");
-    kpn::render::NodeConfig nc;
+    kpn::services::NodeConfig nc;
     REQUIRE_FALSE(toNodeConfig(c, nc, nullptr));
     std::string expected = std::string("ipvs.scheduler: \"") + name + "\": new connections are balanced " +
-                           kpn::render::schedulerName(nc.scheduler) + " (docs/schedulers.md)";
+                           kpn::services::schedulerName(nc.scheduler) + " (docs/schedulers.md)";
     StartupNotes n = startupNotes(c);
     CHECK(std::count(n.info.begin(), n.info.end(), expected) == 1);
     for (const std::string& line : n.info) CHECK_MESSAGE((line.find("scheduler") == std::string::npos || line == expected), line);
@@ -258,11 +258,11 @@ windowsRunAsService: true
   CHECK(c.windowsRunAsService);
   CHECK(validate(c).empty());
 
-  kpn::render::NodeConfig nc;
+  kpn::services::NodeConfig nc;
   REQUIRE_FALSE(toNodeConfig(c, nc, nullptr));
   CHECK(nc.masqueradeMark == (1u << 13));
   CHECK(nc.clusterCidrV6->str() == "fd00:10:244::/56");
-  CHECK(nc.detectLocal == kpn::render::LocalDetectMode::InterfaceNamePrefix);
+  CHECK(nc.detectLocal == kpn::services::LocalDetectMode::InterfaceNamePrefix);
   CHECK(nc.podInterfaceNamePrefix == "veth");
   CHECK_FALSE(nc.nodePortPrimary);
   CHECK(nc.nodePortCidrs.size() == 2);
@@ -707,7 +707,7 @@ TEST_CASE("config: iptables mode's localhost NodePorts: one warning naming the s
   n = startupNotes(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: false}\nnodePortAddresses: [localhost]\n"));
   REQUIRE(n.warnings.size() == 1);
   CHECK(n.warnings[0] == "featureGates.KubeProxyNFTablesLocalhostNodePorts: false: no NodePorts on loopback although nodePortAddresses has a loopback entry");
-  kpn::render::NodeConfig cfg;
+  kpn::services::NodeConfig cfg;
   REQUIRE_FALSE(toNodeConfig(decodeOk("featureGates: {KubeProxyNFTablesLocalhostNodePorts: false}\nnodePortAddresses: [localhost]\n"), cfg, nullptr));
   CHECK_FALSE(cfg.localhostNodePortsV4);
   REQUIRE_FALSE(toNodeConfig(decodeOk("nodePortAddresses: [localhost]\n"), cfg, nullptr));

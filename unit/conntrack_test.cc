@@ -51,7 +51,7 @@ Flow udp(const std::string& dst, uint16_t dport, const std::string& replySrc, co
 
 struct Cluster {
   state::ClusterState st;
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   void add(std::shared_ptr<api::Service> svc, std::vector<std::shared_ptr<api::EndpointSlice>> slices) {
     st.upsertService(svc);
     for (auto& s : slices) st.upsertSlice(s);

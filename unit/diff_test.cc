@@ -13,8 +13,8 @@ using nft::Verb;
 
 namespace {
 
-render::NodeConfig smallConfig() {
-  render::NodeConfig cfg;
+services::NodeConfig smallConfig() {
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   cfg.clusterCidrV4 = net::parseCidr("10.244.0.0/16");
   return cfg;

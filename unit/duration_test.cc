@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "pkg/sync/duration.h"
+#include "pkg/config/duration.h"
 
-using kpn::sync::parseGoDuration;
+using kpn::config::parseGoDuration;
 using namespace std::chrono;
 
 TEST_CASE("durations use Go syntax, as upstream's flags do") {
@@ -20,7 +20,7 @@ TEST_CASE("durations use Go syntax, as upstream's flags do") {
 }
 
 TEST_CASE("durations print as Go's time.Duration.String() and read back") {
-  using kpn::sync::formatGoDuration;
+  using kpn::config::formatGoDuration;
   CHECK(formatGoDuration(nanoseconds(0)) == "0s");
   CHECK(formatGoDuration(seconds(30)) == "30s");
   CHECK(formatGoDuration(hours(24)) == "24h0m0s");

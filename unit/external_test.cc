@@ -10,11 +10,11 @@
 #include "nft/diff.h"
 #include "nft/fake.h"
 #include "pkg/api/decode.h"
-#include "pkg/render/claims.h"
-#include "pkg/render/endpoints.h"
-#include "pkg/render/environment.h"
-#include "pkg/render/health_check.h"
+#include "pkg/health/health_check_index.h"
 #include "pkg/render/render.h"
+#include "pkg/services/claims.h"
+#include "pkg/services/endpoints.h"
+#include "pkg/services/environment.h"
 #include "unit/fixtures.h"
 #include "unit/pipeline.h"
 
@@ -23,8 +23,8 @@ using namespace kpn::testing;
 
 namespace {
 
-render::NodeConfig cfgA() {
-  render::NodeConfig cfg;
+services::NodeConfig cfgA() {
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   cfg.clusterCidrV4 = net::parseCidr("10.0.0.0/8");
   cfg.clusterCidrV6 = net::parseCidr("fd00:10::/48");
@@ -75,7 +75,7 @@ std::shared_ptr<api::EndpointSlice> remoteAndLocal(const std::string& svc) {
                {{"10.180.0.1", true, true, false, "node-b"}, {"10.180.2.1", true, true, false, "node-a"}});
 }
 
-std::string text(const state::ClusterState& st, const render::NodeConfig& cfg, const net::HostAddresses& h = {}) {
+std::string text(const state::ClusterState& st, const services::NodeConfig& cfg, const net::HostAddresses& h = {}) {
   render::Renderer r(cfg);
   r.setHostAddresses(h);
   return nft::planReconcile({}, r.render(st, nullptr)).txn.toText();
@@ -254,54 +254,56 @@ TEST_CASE("the store reports ServiceCIDR changes only when the value changed") {
 // ---- flags and the NodePort addresses ----
 
 TEST_CASE("--nodeport-addresses: primary by default, CIDRs, upstream 1.37's keywords, primary beside them") {
-  render::NodeConfig cfg;
-  render::applyNodePortAddresses({}, cfg);
+  services::NodeConfig cfg;
+  services::applyNodePortAddresses({}, cfg);
   CHECK(cfg.nodePortPrimary);
   CHECK_FALSE(cfg.localhostNodePortsV4);
-  render::applyNodePortAddresses({"primary"}, cfg);
+  services::applyNodePortAddresses({"primary"}, cfg);
   CHECK(cfg.nodePortPrimary);
   CHECK(cfg.nodePortCidrs.empty());
-  render::applyNodePortAddresses({"192.168.0.0/24", "2001:db8::/64"}, cfg);
+  services::applyNodePortAddresses({"192.168.0.0/24", "2001:db8::/64"}, cfg);
   CHECK_FALSE(cfg.nodePortPrimary);
   CHECK(cfg.nodePortCidrs.size() == 2);
-  render::applyNodePortAddresses({"primary", "localhost"}, cfg);
+  services::applyNodePortAddresses({"primary", "localhost"}, cfg);
   CHECK(cfg.nodePortPrimary);
   REQUIRE(cfg.nodePortCidrs.size() == 2);
   CHECK(cfg.nodePortCidrs[0].str() == "127.0.0.0/8");
   CHECK(cfg.nodePortCidrs[1].str() == "::1/128");
   CHECK((cfg.localhostNodePortsV4 && cfg.localhostNodePortsV6));
-  render::applyNodePortAddresses({"all"}, cfg);
+  services::applyNodePortAddresses({"all"}, cfg);
   CHECK(cfg.nodePortCidrs.size() == 2);
   CHECK_FALSE(cfg.nodePortPrimary);
   CHECK_FALSE(cfg.localhostNodePortsV4);  // a /0 holds loopback by accident, not by choice
   CHECK_FALSE(cfg.localhostNodePortsV6);
-  render::applyNodePortAddresses({"0.0.0.0/0", "127.0.0.1/32"}, cfg);
+  services::applyNodePortAddresses({"0.0.0.0/0", "127.0.0.1/32"}, cfg);
   CHECK(cfg.localhostNodePortsV4);
   CHECK_FALSE(cfg.localhostNodePortsV6);
-  render::applyNodePortAddresses({"::1/128"}, cfg);
+  services::applyNodePortAddresses({"::1/128"}, cfg);
   CHECK_FALSE(cfg.localhostNodePortsV4);
   CHECK(cfg.localhostNodePortsV6);
-  render::applyNodePortAddresses({"127.0.0.2/32"}, cfg);  // not the address the listeners bind
+  services::applyNodePortAddresses({"127.0.0.2/32"}, cfg);  // not the address the listeners bind
   CHECK_FALSE(cfg.localhostNodePortsV4);
-  for (const char* ok : {"primary", "localhost", "all", "10.0.0.0/8", "::1/128"}) CHECK(render::isNodePortAddressEntry(ok));
-  for (const char* bad : {"", "bogus", "Localhost", "10.0.0.0/33", " primary"}) CHECK_FALSE(render::isNodePortAddressEntry(bad));
+  for (const char* ok : {"primary", "localhost", "all", "10.0.0.0/8", "::1/128"})
+    CHECK(services::isNodePortAddressEntry(ok));
+  for (const char* bad : {"", "bogus", "Localhost", "10.0.0.0/33", " primary"})
+    CHECK_FALSE(services::isNodePortAddressEntry(bad));
 }
 
 TEST_CASE("--detect-local-mode needs its interface flag, and rejects unknown modes") {
-  render::NodeConfig cfg;
-  CHECK_FALSE(render::parseDetectLocal("", "", "", cfg));
-  CHECK(cfg.detectLocal == render::LocalDetectMode::ClusterCIDR);
-  CHECK(render::parseDetectLocal("BridgeInterface", "", "", cfg));
-  CHECK_FALSE(render::parseDetectLocal("BridgeInterface", "cni0", "", cfg));
+  services::NodeConfig cfg;
+  CHECK_FALSE(services::parseDetectLocal("", "", "", cfg));
+  CHECK(cfg.detectLocal == services::LocalDetectMode::ClusterCIDR);
+  CHECK(services::parseDetectLocal("BridgeInterface", "", "", cfg));
+  CHECK_FALSE(services::parseDetectLocal("BridgeInterface", "cni0", "", cfg));
   CHECK(cfg.podBridgeInterface == "cni0");
-  CHECK(render::parseDetectLocal("InterfaceNamePrefix", "", "bad\"name", cfg));
-  CHECK_FALSE(render::parseDetectLocal("InterfaceNamePrefix", "", "veth", cfg));
-  CHECK(render::parseDetectLocal("LocalCIDR", "", "", cfg));
+  CHECK(services::parseDetectLocal("InterfaceNamePrefix", "", "bad\"name", cfg));
+  CHECK_FALSE(services::parseDetectLocal("InterfaceNamePrefix", "", "veth", cfg));
+  CHECK(services::parseDetectLocal("LocalCIDR", "", "", cfg));
 }
 
 TEST_CASE("NodePort addresses: primary is the Node's first InternalIP per family (ExternalIP as fallback)") {
-  render::NodeConfig cfg = cfgA();
-  auto env = render::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
+  services::NodeConfig cfg = cfgA();
+  auto env = services::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
   CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2"});
   CHECK(env.family[1].nodePortIPs == std::vector<std::string>{"2001:db8::1"});
   CHECK(env.family[0].nodeIPs == std::vector<std::string>{"192.168.0.2"});
@@ -309,8 +311,8 @@ TEST_CASE("NodePort addresses: primary is the Node's first InternalIP per family
 }
 
 TEST_CASE("NodePort addresses without a Node object: the default route's interface, with a warning") {
-  render::NodeConfig cfg = cfgA();
-  auto env = render::deriveEnvironment(cfg, nullptr, {}, hostA());
+  services::NodeConfig cfg = cfgA();
+  auto env = services::deriveEnvironment(cfg, nullptr, {}, hostA());
   CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2", "192.168.0.9"});
   CHECK(env.family[1].nodePortIPs == std::vector<std::string>{"2001:db8::1"});
   REQUIRE(env.warnings.size() == 2);
@@ -318,9 +320,9 @@ TEST_CASE("NodePort addresses without a Node object: the default route's interfa
 }
 
 TEST_CASE("NodePort addresses from CIDRs: matching local addresses, never loopback; /0 matches all") {
-  render::NodeConfig cfg = cfgA();
-  render::applyNodePortAddresses({"192.168.0.0/24", "192.168.1.0/24", "127.0.0.0/8", "2001:db8::/64"}, cfg);
-  auto env = render::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
+  services::NodeConfig cfg = cfgA();
+  services::applyNodePortAddresses({"192.168.0.0/24", "192.168.1.0/24", "127.0.0.0/8", "2001:db8::/64"}, cfg);
+  auto env = services::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
   CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2", "192.168.0.9", "192.168.1.2"});
   CHECK(env.family[1].nodePortIPs == std::vector<std::string>{"2001:db8::1"});
   CHECK_FALSE(env.family[0].nodePortMatchAll);
@@ -330,23 +332,23 @@ TEST_CASE("NodePort addresses from CIDRs: matching local addresses, never loopba
   // A CIDR that selects a loopback alias but not 127.0.0.1: said so, and not served.
   net::HostAddresses host = hostA();
   host.addresses.push_back({"lo", "127.0.0.2", net::Family::V4});
-  render::applyNodePortAddresses({"primary", "127.0.0.2/32"}, cfg);
-  env = render::deriveEnvironment(cfg, nodeA().get(), {}, host);
+  services::applyNodePortAddresses({"primary", "127.0.0.2/32"}, cfg);
+  env = services::deriveEnvironment(cfg, nodeA().get(), {}, host);
   CHECK(env.family[0].nodePortIPs == std::vector<std::string>{"192.168.0.2"});
   REQUIRE(env.warnings.size() == 1);
   CHECK(has(env.warnings[0], "loopback address 127.0.0.2 but not 127.0.0.1"));
 
-  render::applyNodePortAddresses({"0.0.0.0/0"}, cfg);
-  env = render::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
+  services::applyNodePortAddresses({"0.0.0.0/0"}, cfg);
+  env = services::deriveEnvironment(cfg, nodeA().get(), {}, hostA());
   CHECK(env.family[0].nodePortMatchAll);
   CHECK_FALSE(env.family[1].nodePortMatchAll);
   CHECK(env.family[1].nodePortIPs.empty());
 }
 
 TEST_CASE("--detect-local-mode=NodeCIDR without a Node object: no detector, and a warning") {
-  render::NodeConfig cfg = cfgA();
-  render::parseDetectLocal("NodeCIDR", "", "", cfg);
-  auto env = render::deriveEnvironment(cfg, nullptr, {}, {});
+  services::NodeConfig cfg = cfgA();
+  services::parseDetectLocal("NodeCIDR", "", "", cfg);
+  auto env = services::deriveEnvironment(cfg, nullptr, {}, {});
   CHECK(env.family[0].localKind.empty());
   CHECK(has(env.warnings[0], "--detect-local-mode=NodeCIDR: no Node object"));
 }
@@ -354,7 +356,7 @@ TEST_CASE("--detect-local-mode=NodeCIDR without a Node object: no detector, and 
 // ---- contested destinations ----
 
 TEST_CASE("claims: the older service keeps a destination; deleting it hands the destination over") {
-  render::DestinationClaims c;
+  services::DestinationClaims c;
   auto a = lbService("a", "172.30.0.41", 3001);
   auto b = lbService("b", "172.30.0.42", 3001);
   b->meta.creationTimestamp = "2024-02-01T00:00:00Z";  // newer
@@ -363,23 +365,23 @@ TEST_CASE("claims: the older service keeps a destination; deleting it hands the 
   CHECK(affected.empty());
   c.update("ns1/a", a.get(), &affected);
   CHECK(affected == std::set<std::string>{"ns1/b"});  // b lost nodePort 3001 and the external IP
-  CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3001)) == "ns1/a");
-  CHECK(c.owns("ns1/b", render::ipDestination("172.30.0.42", api::Protocol::TCP, 80)));
-  CHECK_FALSE(c.owns("ns1/b", render::ipDestination("192.168.99.11", api::Protocol::TCP, 80)));
-  CHECK(c.owns("ns1/a", render::nodePortDestination(api::Protocol::UDP, 3001)));  // unclaimed
+  CHECK(c.owner(services::nodePortDestination(api::Protocol::TCP, 3001)) == "ns1/a");
+  CHECK(c.owns("ns1/b", services::ipDestination("172.30.0.42", api::Protocol::TCP, 80)));
+  CHECK_FALSE(c.owns("ns1/b", services::ipDestination("192.168.99.11", api::Protocol::TCP, 80)));
+  CHECK(c.owns("ns1/a", services::nodePortDestination(api::Protocol::UDP, 3001)));  // unclaimed
   affected.clear();
   c.update("ns1/a", nullptr, &affected);
   CHECK(affected == std::set<std::string>{"ns1/b"});
-  CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3001)) == "ns1/b");
+  CHECK(c.owner(services::nodePortDestination(api::Protocol::TCP, 3001)) == "ns1/b");
   // Same timestamp: namespace/name decides; no timestamp counts as newest.
   auto x = lbService("x", "172.30.0.43", 3005), y = lbService("y", "172.30.0.44", 3005);
   y->meta.creationTimestamp = x->meta.creationTimestamp;
   c.update("ns1/y", y.get(), nullptr);
   c.update("ns1/x", x.get(), nullptr);
-  CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3005)) == "ns1/x");
+  CHECK(c.owner(services::nodePortDestination(api::Protocol::TCP, 3005)) == "ns1/x");
   x->meta.creationTimestamp.clear();
   c.update("ns1/x", x.get(), nullptr);
-  CHECK(c.owner(render::nodePortDestination(api::Protocol::TCP, 3005)) == "ns1/y");
+  CHECK(c.owner(services::nodePortDestination(api::Protocol::TCP, 3005)) == "ns1/y");
 }
 
 TEST_CASE("golden: external services render to exactly unit/golden/external-services.nft") {
@@ -451,7 +453,7 @@ TEST_CASE("terminating endpoints: the local set falls back on its own") {
   auto s = slice("ns1", "s", "svc", {epPort("p80", 80)},
                  {{"10.0.1.2", false, true, true, "node-a"}, {"10.0.1.3", false, true, true, "node-a"},
                   {"10.0.1.4", false, false, true, "node-a"}, {"10.0.1.5", true, true, false, "node-b"}});
-  auto sets = render::categorizeEndpoints(sp, {s.get()}, "IPv4", "node-a");
+  auto sets = services::categorizeEndpoints(sp, {s.get()}, "IPv4", "node-a");
   REQUIRE(sets.cluster.size() == 1);
   CHECK(sets.cluster[0].ip == "10.0.1.5");
   REQUIRE(sets.local.size() == 2);
@@ -546,7 +548,7 @@ TEST_CASE("a Node or ServiceCIDR change re-renders the base part alone unless se
 // ---- health-check node ports ----
 
 TEST_CASE("health-check node ports: eTP=Local LoadBalancers only, local ready endpoints (TestHealthCheckNodePortWhenTerminating)") {
-  render::NodeConfig cfg = cfgA();
+  services::NodeConfig cfg = cfgA();
   state::ClusterState st;
   auto svc = lbService("hc", "172.30.1.1", 3001, "Local");
   svc->healthCheckNodePort = 30000;
@@ -562,15 +564,15 @@ TEST_CASE("health-check node ports: eTP=Local LoadBalancers only, local ready en
   cluster->healthCheckNodePort = 30001;  // eTP=Cluster: no health check
   st.upsertService(cluster);
 
-  auto hc = render::healthCheckNodePorts(st, cfg);
+  auto hc = health::healthCheckNodePorts(st, cfg);
   REQUIRE(hc.size() == 1);
-  CHECK(hc.at(30000) == render::HealthCheckService{"ns1", "hc", 3});
+  CHECK(hc.at(30000) == health::HealthCheckService{"ns1", "hc", 3});
 
   // All local endpoints terminating: 0 local ready endpoints (the server answers 503).
   st.upsertSlice(slice("ns1", "hc-v4", "hc", {epPort("p80", 80)},
                        {{"10.0.1.1", false, true, true, "node-a"}, {"10.0.1.2", false, true, true, "node-a"},
                         {"10.0.1.3", false, true, true, "node-a"}, ready("10.0.1.9", "node-b")}));
-  CHECK(render::healthCheckNodePorts(st, cfg).at(30000).localEndpoints == 0);
+  CHECK(health::healthCheckNodePorts(st, cfg).at(30000).localEndpoints == 0);
 
   // A slice for another port name does not count; a second service with the same port loses.
   st.upsertSlice(slice("ns1", "hc-v4", "hc", {epPort("other", 80)}, {ready("10.0.1.1", "node-a")}));
@@ -578,16 +580,16 @@ TEST_CASE("health-check node ports: eTP=Local LoadBalancers only, local ready en
   dup->healthCheckNodePort = 30000;
   dup->meta.creationTimestamp = "2025-01-01T00:00:00Z";
   st.upsertService(dup);
-  hc = render::healthCheckNodePorts(st, cfg);
-  CHECK(hc.at(30000) == render::HealthCheckService{"ns1", "hc", 0});
+  hc = health::healthCheckNodePorts(st, cfg);
+  CHECK(hc.at(30000) == health::HealthCheckService{"ns1", "hc", 0});
   st.deleteService("ns1", "hc");
-  CHECK(render::healthCheckNodePorts(st, cfg).at(30000).name == "dup");
+  CHECK(health::healthCheckNodePorts(st, cfg).at(30000).name == "dup");
 }
 
 TEST_CASE("health-check index: kept up from each sync's changes, it equals a from-scratch look and says when it moved") {
-  render::NodeConfig cfg = cfgA();
+  services::NodeConfig cfg = cfgA();
   state::ClusterState st;
-  render::HealthCheckIndex index;
+  health::HealthCheckIndex index;
   // As the daemon does: the journal of one "sync" at a time; nullptr for the first.
   bool first = true;
   auto step = [&](const char* what) {
@@ -596,7 +598,7 @@ TEST_CASE("health-check index: kept up from each sync's changes, it equals a fro
     bool moved = index.update(st, cfg, first ? nullptr : &changed);
     first = false;
     INFO(what);
-    CHECK(index.ports() == render::healthCheckNodePorts(st, cfg));
+    CHECK(index.ports() == health::healthCheckNodePorts(st, cfg));
     return moved;
   };
   auto local = [](const std::string& ip) { return Ep{ip, true, true, false, "node-a"}; };

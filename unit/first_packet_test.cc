@@ -15,7 +15,7 @@ using namespace kpn::testing;
 
 namespace {
 
-std::string renderedText(const render::NodeConfig& cfg) {
+std::string renderedText(const services::NodeConfig& cfg) {
   state::ClusterState st;
   st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
@@ -38,7 +38,7 @@ std::vector<std::pair<std::string, std::string>> afterFib(const std::string& tex
   return out;
 }
 
-void checkFibLast(const render::NodeConfig& cfg) {
+void checkFibLast(const services::NodeConfig& cfg) {
   auto rules = afterFib(renderedText(cfg));
   REQUIRE(rules.size() >= 4);  // eTP=Local: node traffic (2 rules) and outside traffic (2 or more)
   for (const auto& [line, rest] : rules) {
@@ -58,14 +58,14 @@ void checkFibLast(const render::NodeConfig& cfg) {
 }  // namespace
 
 TEST_CASE("first packet: every services rule tests fib after its cheaper matches (cluster CIDR detector)") {
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   cfg.clusterCidrV4 = net::parseCidr("10.244.0.0/16");
   checkFibLast(cfg);
 }
 
 TEST_CASE("first packet: every services rule tests fib after its cheaper matches (no local detector)") {
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   checkFibLast(cfg);
 }

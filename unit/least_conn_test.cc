@@ -34,8 +34,8 @@ const char* kOwner = "ip all/tcp/http";
 
 // One least-connection TCP port (ClusterIP kVip:80, NodePort 30080, endpoints .1-.3:8080) and one
 // UDP port (kVip:53, endpoints .1-.2:5353).
-std::map<std::string, std::vector<render::LeastConnPort>> lcPorts() {
-  render::LeastConnPort tcp;
+std::map<std::string, std::vector<services::LeastConnPort>> lcPorts() {
+  services::LeastConnPort tcp;
   tcp.serviceKey = "ns/lc", tcp.portName = "http", tcp.protocol = api::Protocol::TCP, tcp.port = 80;
   tcp.frontendIps = {kVip}, tcp.nodePort = 30080;
   for (int i = 1; i <= 3; ++i) {
@@ -43,7 +43,7 @@ std::map<std::string, std::vector<render::LeastConnPort>> lcPorts() {
     tcp.endpoints.push_back({ip, 8080, value(ip, 8080)});
   }
   tcp.sets.push_back({kOwner, {value("10.0.2.1", 8080), value("10.0.2.2", 8080), value("10.0.2.3", 8080)}});
-  render::LeastConnPort udp = tcp;
+  services::LeastConnPort udp = tcp;
   udp.portName = "dns", udp.protocol = api::Protocol::UDP, udp.port = 53, udp.nodePort.reset();
   udp.endpoints = {{"10.0.2.1", 5353, value("10.0.2.1", 5353)}, {"10.0.2.2", 5353, value("10.0.2.2", 5353)}};
   udp.sets = {{"ip all/udp/dns", {value("10.0.2.1", 5353), value("10.0.2.2", 5353)}}};
@@ -90,14 +90,14 @@ std::string toVip(const nft::Ruleset& ruleset, const nft::eval::Environment& env
 state::ClusterState lcState(const std::string& scheduler, std::vector<Ep> eps) {
   state::ClusterState st;
   auto svc = service("ns", "lc", {kVip}, {port("http", 80)});
-  svc->meta.annotations[render::kSchedulerAnnotation] = scheduler;
+  svc->meta.annotations[services::kSchedulerAnnotation] = scheduler;
   st.upsertService(svc);
   st.upsertSlice(slice("ns", "lc-1", "lc", {epPort("http", 8080)}, std::move(eps)));
   return st;
 }
 
 // What a restarted daemon would commit over the kernel `p` left (slots adopted from its listing).
-nft::Plan restartPlan(FakePipeline& p, const state::ClusterState& st, const render::NodeConfig& cfg) {
+nft::Plan restartPlan(FakePipeline& p, const state::ClusterState& st, const services::NodeConfig& cfg) {
   std::vector<nft::ListedTable> listed(2);
   p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
   p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
@@ -181,7 +181,7 @@ TEST_CASE("least connection: a tie larger than the slots is a random sample of t
   c.setPorts(ports);
   auto first = choiceOf(c, rng);
   REQUIRE(first);
-  CHECK(first->size() == render::kLeastConnSlots);
+  CHECK(first->size() == services::kLeastConnSlots);
   // A connection to an endpoint outside the sample changes nothing; one inside replaces the sample.
   std::string outside;
   for (const auto& v : tcp.sets[0].values)
@@ -195,7 +195,7 @@ TEST_CASE("least connection: a tie larger than the slots is a random sample of t
   c.update(entry(2, kVip, 80, insideIp, 8080));
   auto second = choiceOf(c, rng);
   REQUIRE(second);
-  CHECK(second->size() == render::kLeastConnSlots);
+  CHECK(second->size() == services::kLeastConnSlots);
   CHECK(std::find(second->begin(), second->end(), (*first)[0]) == second->end());
   CHECK(std::find(second->begin(), second->end(), outside) == second->end());
 }
@@ -260,7 +260,7 @@ TEST_CASE("least connection: a burst on UDP weighs each next flow as one inactiv
 TEST_CASE("least connection: terminating endpoints are not chosen while ready ones exist") {
   World w;
   auto svc = service("ns", "lc", {kVip}, {port("http", 80)});
-  svc->meta.annotations[render::kSchedulerAnnotation] = "lc";
+  svc->meta.annotations[services::kSchedulerAnnotation] = "lc";
   w.st.upsertService(svc);
   auto endpoints = [&](bool readyOne) {
     w.st.upsertSlice(slice("ns", "lc-1", "lc", {epPort("http", 8080)},
@@ -290,7 +290,7 @@ TEST_CASE("least connection: terminating endpoints are not chosen while ready on
 
 TEST_CASE("least connection: a burst's shares are slots, and a restart keeps them") {
   state::ClusterState st = lcState("wlc", {{"10.0.2.1"}, {"10.0.2.2"}, {"10.0.2.3"}});
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   World w;
   FakePipeline p(cfg);
@@ -326,7 +326,7 @@ TEST_CASE("least connection: the event filter covers the frontends with at most 
 TEST_CASE("least connection: the slots name the chosen endpoints; a new choice changes elements only") {
   World w;
   auto svc = service("ns", "lc", {kVip}, {port("http", 80)});
-  svc->meta.annotations[render::kSchedulerAnnotation] = "least-connection";
+  svc->meta.annotations[services::kSchedulerAnnotation] = "least-connection";
   w.st.upsertService(svc);
   w.st.upsertSlice(slice("ns", "lc-1", "lc", {epPort("http", 8080)},
                          {{"10.0.2.1", true, true, false, "node-b"}, {"10.0.2.2", true, true, false, "node-b"},
@@ -365,13 +365,13 @@ TEST_CASE("least connection: more endpoints than slots, affinity first, and a re
   for (int i = 1; i <= 20; ++i) eps.push_back({"10.0.2." + std::to_string(i)});
   state::ClusterState st = lcState("lc", eps);
   auto svc = st.services.at("ns/lc");
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   FakePipeline p(cfg);
   p.sync(st);
   size_t slots = 0;
   for (const auto& e : p.committed.ruleset.tables[0].parts.at("svc ns/lc")->elements) slots += e.set == "backends-tcp";
-  CHECK(slots == render::kLeastConnSlots);  // the first 16 until a choice
+  CHECK(slots == services::kLeastConnSlots);  // the first 16 until a choice
   CHECK(p.committed.ruleset.tables[0].parts.at("svc ns/lc")->chains.empty());
 
   p.renderer.choose("ns/lc", kOwner, {value("10.0.2.7", 8080), value("10.0.2.19", 8080)});
@@ -485,10 +485,10 @@ TEST_CASE("least connection: the loop syncs choices at most every choiceGap, not
 TEST_CASE("least connection: a choices sync commits the chosen services and leaves the cluster's changes to the next sync") {
   state::ClusterState st;
   auto svc = service("ns", "lc", {kVip}, {port("http", 80)});
-  svc->meta.annotations[render::kSchedulerAnnotation] = "least-connection";
+  svc->meta.annotations[services::kSchedulerAnnotation] = "least-connection";
   st.upsertService(svc);
   st.upsertSlice(slice("ns", "lc-1", "lc", {epPort("http", 8080)}, {{"10.0.2.1"}, {"10.0.2.2"}}));
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   render::Renderer renderer(cfg);
   nft::FakeRunner kernel;

@@ -28,10 +28,10 @@ namespace {
 
 bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 
-render::NodeConfig cfgWith(std::vector<std::string> nodePortAddresses) {
-  render::NodeConfig cfg;
+services::NodeConfig cfgWith(std::vector<std::string> nodePortAddresses) {
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
-  render::applyNodePortAddresses(nodePortAddresses, cfg);
+  services::applyNodePortAddresses(nodePortAddresses, cfg);
   return cfg;
 }
 
@@ -57,7 +57,7 @@ state::ClusterState webState(const std::string& etp = "Cluster") {
   return st;
 }
 
-std::string text(const state::ClusterState& st, const render::NodeConfig& cfg) {
+std::string text(const state::ClusterState& st, const services::NodeConfig& cfg) {
   render::Renderer r(cfg);
   return nft::planReconcile({}, r.render(st, nullptr)).txn.toText();
 }

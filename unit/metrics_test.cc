@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "pkg/api/skip_report.h"
+#include "pkg/health/healthz_server.h"
 #include "pkg/http/bind_address.h"
 #include "pkg/metrics/least_conn_metrics.h"
 #include "pkg/metrics/no_local_endpoints.h"
@@ -128,7 +129,7 @@ TEST_CASE("metrics: the healthz server counts its replies by code; the metrics s
   sync::FakeClock clock;
   health::ProxyHealth h(clock, 60s, {"IPv4"});
   metrics::ProxyMetrics m({"v", "c"});
-  auto healthz = metrics::healthzServerHandler(h, clock, &m);
+  auto healthz = health::healthzServerHandler(h, clock, &m);
   CHECK(healthz({"GET", "/healthz", {}, ""}).status == 200);
   h.setNodeEligible(false);
   CHECK(healthz({"GET", "/healthz?verbose", {}, ""}).status == 503);
@@ -257,7 +258,7 @@ TEST_CASE("bind addresses: host:port as upstream's flags take them") {
 }
 
 TEST_CASE("no local endpoints: Local policies with endpoints only elsewhere, per family; the index follows changes") {
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   state::ClusterState st;
   auto internal = service("default", "int", {"10.96.0.10", "fd00::10"}, {port("http", 80)});

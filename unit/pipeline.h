@@ -20,7 +20,7 @@ namespace kpn::testing {
 
 // Render, plan against what is committed, commit to the fake, remember it as committed.
 struct FakePipeline {
-  explicit FakePipeline(render::NodeConfig cfg) : renderer(std::move(cfg)) {}
+  explicit FakePipeline(services::NodeConfig cfg) : renderer(std::move(cfg)) {}
   render::Renderer renderer;
   nft::FakeRunner kernel;
   nft::Committed committed;

@@ -4,9 +4,9 @@
 
 #include "nft/diff.h"
 #include "pkg/render/comment.h"
-#include "pkg/render/endpoints.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/render.h"
+#include "pkg/services/endpoints.h"
 #include "unit/fixtures.h"
 #include "unit/pipeline.h"
 
@@ -15,20 +15,20 @@ using namespace kpn::testing;
 
 namespace {
 
-render::NodeConfig config() {
-  render::NodeConfig cfg;
+services::NodeConfig config() {
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   cfg.clusterCidrV4 = net::parseCidr("10.244.0.0/16");
   return cfg;
 }
 
-std::vector<std::string> ips(const std::vector<render::EndpointChoice>& eps) {
+std::vector<std::string> ips(const std::vector<services::EndpointChoice>& eps) {
   std::vector<std::string> out;
   for (auto& e : eps) out.push_back(e.ip + ":" + std::to_string(e.port));
   return out;
 }
 
-std::string renderText(const state::ClusterState& st, const render::NodeConfig& cfg) {
+std::string renderText(const state::ClusterState& st, const services::NodeConfig& cfg) {
   render::Renderer r(cfg);
   return nft::planReconcile({}, r.render(st, nullptr)).txn.toText();
 }
@@ -40,7 +40,7 @@ TEST_CASE("endpoints are joined across slices by port name and protocol, port fr
   auto a = slice("ns", "s-1", "svc", {epPort("http", 8080), epPort("metrics", 9090)}, {{"10.0.0.1"}, {"10.0.0.2", false}});
   auto b = slice("ns", "s-2", "svc", {epPort("http", 8081)}, {{"10.0.0.3", std::nullopt, std::nullopt, std::nullopt, "node-a"}});
   auto udp = slice("ns", "s-3", "svc", {epPort("http", 53, api::Protocol::UDP)}, {{"10.0.0.4"}});
-  auto eps = render::usableEndpoints(svcPort, {a.get(), b.get(), udp.get()}, "IPv4", "node-a");
+  auto eps = services::usableEndpoints(svcPort, {a.get(), b.get(), udp.get()}, "IPv4", "node-a");
   CHECK(ips(eps) == std::vector<std::string>{"10.0.0.1:8080", "10.0.0.3:8081"});
   CHECK_FALSE(eps[0].local);
   CHECK(eps[1].local);
@@ -50,18 +50,18 @@ TEST_CASE("ready endpoints win; without any, serving terminating ones are used; 
   auto p = port("", 80);
   auto mixed = slice("ns", "s", "svc", {epPort("", 80)},
                      {{"10.0.0.1", true}, {"10.0.0.2", false, true, true}, {"10.0.0.3", false, false, true}});
-  CHECK(ips(render::usableEndpoints(p, {mixed.get()}, "IPv4", "")) == std::vector<std::string>{"10.0.0.1:80"});
+  CHECK(ips(services::usableEndpoints(p, {mixed.get()}, "IPv4", "")) == std::vector<std::string>{"10.0.0.1:80"});
   auto terminating = slice("ns", "s", "svc", {epPort("", 80)},
                            {{"10.0.0.2", false, true, true}, {"10.0.0.3", false, false, true}, {"10.0.0.4", false}});
-  CHECK(ips(render::usableEndpoints(p, {terminating.get()}, "IPv4", "")) == std::vector<std::string>{"10.0.0.2:80"});
+  CHECK(ips(services::usableEndpoints(p, {terminating.get()}, "IPv4", "")) == std::vector<std::string>{"10.0.0.2:80"});
   auto none = slice("ns", "s", "svc", {epPort("", 80)}, {{"10.0.0.4", false}});
-  CHECK(render::usableEndpoints(p, {none.get()}, "IPv4", "").empty());
+  CHECK(services::usableEndpoints(p, {none.get()}, "IPv4", "").empty());
   // A slice port without a number makes its endpoints unusable for that port.
   auto noPort = slice("ns", "s", "svc", {api::EndpointPort{"", api::Protocol::TCP, std::nullopt}}, {{"10.0.0.5"}});
-  CHECK(render::usableEndpoints(p, {noPort.get()}, "IPv4", "").empty());
+  CHECK(services::usableEndpoints(p, {noPort.get()}, "IPv4", "").empty());
   // The family comes from the slice's addressType.
   auto v6 = slice("ns", "s6", "svc", {epPort("", 80)}, {{"fd00::5"}}, "IPv6");
-  CHECK(render::usableEndpoints(p, {v6.get(), mixed.get()}, "IPv6", "").size() == 1);
+  CHECK(services::usableEndpoints(p, {v6.get(), mixed.get()}, "IPv6", "").size() == 1);
 }
 
 TEST_CASE("endpoint orders are sticky: add appends, swap replaces in place, remove moves the last") {

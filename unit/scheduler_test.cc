@@ -6,31 +6,31 @@
 
 #include "pkg/config/node_config.h"
 #include "pkg/render/source_hash_table.h"
-#include "pkg/render/scheduler.h"
+#include "pkg/services/scheduler.h"
 #include "unit/behaviour.h"
 #include "unit/fixtures.h"
 
 using namespace kpn;
 using namespace kpn::testing;
-using render::Scheduler;
+using services::Scheduler;
 
 TEST_CASE("scheduler: our names and IPVS's, warnings for what nftables cannot do, unknown ones") {
-  CHECK(render::parseScheduler("").scheduler == Scheduler::Random);
-  CHECK(render::parseScheduler("random").warning.empty());
-  CHECK(render::parseScheduler("rr").scheduler == Scheduler::RoundRobin);
-  CHECK(render::parseScheduler("round-robin").scheduler == Scheduler::RoundRobin);
-  auto wrr = render::parseScheduler("wrr");
+  CHECK(services::parseScheduler("").scheduler == Scheduler::Random);
+  CHECK(services::parseScheduler("random").warning.empty());
+  CHECK(services::parseScheduler("rr").scheduler == Scheduler::RoundRobin);
+  CHECK(services::parseScheduler("round-robin").scheduler == Scheduler::RoundRobin);
+  auto wrr = services::parseScheduler("wrr");
   CHECK(wrr.scheduler == Scheduler::RoundRobin);
   CHECK(wrr.warning.find("weights") != std::string::npos);
   for (const char* h : {"sh", "mh", "source-hash"}) {
-    CHECK(render::parseScheduler(h).scheduler == Scheduler::SourceHash);
-    CHECK(render::parseScheduler(h).warning.empty());
+    CHECK(services::parseScheduler(h).scheduler == Scheduler::SourceHash);
+    CHECK(services::parseScheduler(h).warning.empty());
   }
   for (const char* l : {"lc", "least-connection"}) {
-    CHECK(render::parseScheduler(l).scheduler == Scheduler::LeastConnection);
-    CHECK(render::parseScheduler(l).warning.empty());
+    CHECK(services::parseScheduler(l).scheduler == Scheduler::LeastConnection);
+    CHECK(services::parseScheduler(l).warning.empty());
   }
-  auto wlc = render::parseScheduler("wlc");
+  auto wlc = services::parseScheduler("wlc");
   CHECK(wlc.scheduler == Scheduler::LeastConnection);
   CHECK(wlc.warning.find("weights") != std::string::npos);
   // Each fallback names the scheduler, says why, and that it is random.
@@ -42,28 +42,28 @@ TEST_CASE("scheduler: our names and IPVS's, warnings for what nftables cannot do
                                                   {"fo", "weights"},
                                                   {"ovf", "weights"}};
   for (const auto& [r, reason] : why) {
-    auto c = render::parseScheduler(r);
+    auto c = services::parseScheduler(r);
     CHECK(c.known);
     CHECK(c.scheduler == Scheduler::Random);
     CHECK(c.warning.find("\"" + r + "\"") != std::string::npos);
     CHECK(c.warning.find(reason) != std::string::npos);
     CHECK(c.warning.substr(c.warning.size() - 8) == ": random");
   }
-  CHECK_FALSE(render::parseScheduler("fastest").known);
+  CHECK_FALSE(services::parseScheduler("fastest").known);
 
   // The annotation wins over the node's default; an unknown one keeps the default with one line.
   auto svc = service("ns", "web", {"10.96.0.1"}, {port("http", 80)});
-  CHECK(render::serviceScheduler(*svc, Scheduler::SourceHash) == Scheduler::SourceHash);
-  svc->meta.annotations[render::kSchedulerAnnotation] = "rr";
-  CHECK(render::serviceScheduler(*svc, Scheduler::SourceHash) == Scheduler::RoundRobin);
-  svc->meta.annotations[render::kSchedulerAnnotation] = "bogus";
+  CHECK(services::serviceScheduler(*svc, Scheduler::SourceHash) == Scheduler::SourceHash);
+  svc->meta.annotations[services::kSchedulerAnnotation] = "rr";
+  CHECK(services::serviceScheduler(*svc, Scheduler::SourceHash) == Scheduler::RoundRobin);
+  svc->meta.annotations[services::kSchedulerAnnotation] = "bogus";
   std::string warning;
-  CHECK(render::serviceScheduler(*svc, Scheduler::SourceHash, &warning) == Scheduler::SourceHash);
+  CHECK(services::serviceScheduler(*svc, Scheduler::SourceHash, &warning) == Scheduler::SourceHash);
   CHECK(warning.find("bogus") != std::string::npos);
 
   // --scheduler / ipvs.scheduler into the node config.
   config::ProxyConfig pc;
-  render::NodeConfig nc;
+  services::NodeConfig nc;
   std::vector<std::string> warnings;
   pc.ipvs.scheduler = "mh";
   REQUIRE_FALSE(config::toNodeConfig(pc, nc, &warnings));
@@ -132,10 +132,10 @@ TEST_CASE("source hash table: a removed endpoint's slots go to the others, an ad
 TEST_CASE("behaviour: round-robin and source-hash services still reach every endpoint, each with its share") {
   World w;
   auto svc = service("ns", "rr", {"172.30.0.20"}, {port("http", 80)});
-  svc->meta.annotations[render::kSchedulerAnnotation] = "round-robin";
+  svc->meta.annotations[services::kSchedulerAnnotation] = "round-robin";
   w.st.upsertService(svc);
   auto hashed = service("ns", "sh", {"172.30.0.21"}, {port("http", 80)});
-  hashed->meta.annotations[render::kSchedulerAnnotation] = "source-hash";
+  hashed->meta.annotations[services::kSchedulerAnnotation] = "source-hash";
   w.st.upsertService(hashed);
   for (const char* name : {"rr", "sh"})
     w.st.upsertSlice(slice("ns", std::string(name) + "-4", name, {epPort("http", 8080)},

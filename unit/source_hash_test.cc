@@ -8,7 +8,7 @@
 #include <map>
 
 #include "nft/listing.h"
-#include "pkg/render/scheduler.h"
+#include "pkg/services/scheduler.h"
 #include "unit/fixtures.h"
 #include "unit/pipeline.h"
 
@@ -19,8 +19,8 @@ namespace {
 
 const char* kVip = "10.96.7.7";
 
-render::NodeConfig shConfig() {
-  render::NodeConfig cfg;
+services::NodeConfig shConfig() {
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   cfg.clusterCidrV4 = net::parseCidr("10.244.0.0/16");
   return cfg;
@@ -43,7 +43,7 @@ std::vector<int> firstEndpoints(int n) {
 state::ClusterState shState(const std::vector<int>& eps) {
   state::ClusterState st;
   auto svc = service("ns", "sh", {kVip}, {port("http", 80)});
-  svc->meta.annotations[render::kSchedulerAnnotation] = "source-hash";
+  svc->meta.annotations[services::kSchedulerAnnotation] = "source-hash";
   st.upsertService(svc);
   setEndpoints(st, eps);
   return st;

@@ -57,8 +57,8 @@ struct Rig {
     st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));
     st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)}, {{"10.244.1.2"}}));
   }
-  static render::NodeConfig nodeConfig() {
-    render::NodeConfig cfg;
+  static services::NodeConfig nodeConfig() {
+    services::NodeConfig cfg;
     cfg.nodeName = "node-a";
     return cfg;
   }

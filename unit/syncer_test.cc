@@ -12,7 +12,7 @@ using namespace kpn;
 using namespace kpn::testing;
 
 TEST_CASE("syncer: lastChanges names an incremental sync's services, and is null after start-up and after a failure") {
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   render::Renderer renderer(cfg);
   nft::FakeRunner kernel;
@@ -47,8 +47,8 @@ TEST_CASE("syncer: lastChanges names an incremental sync's services, and is null
 // Defect 5 of issue 11: one service the kernel refuses must not hold up the others.
 namespace {
 
-render::NodeConfig isolationConfig() {
-  render::NodeConfig cfg;
+services::NodeConfig isolationConfig() {
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   return cfg;
 }
@@ -249,7 +249,7 @@ TEST_CASE("findRejected: bisection finds exactly the refused candidates in O(b l
 
 TEST_CASE("syncer: a start-up over another layout's table (a base chain on another priority, map elements "
           "pointing at its chains) converts it in one commit: `flush table` leaves sets alone, so they are flushed") {
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   cfg.nodeName = "node-a";
   state::ClusterState st;
   st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));

@@ -68,7 +68,7 @@ health::BindFailureHook Diagnosis::healthCheckBindFailure() {
   };
 }
 
-metrics::DaemonServers::BindFailureHook Diagnosis::serverBindFailure() {
+http::BindFailureHook Diagnosis::serverBindFailure() {
   return [this](const std::string& what, const std::string& error) {
     record(events::serverFailedEvent(node_, what, error));
   };

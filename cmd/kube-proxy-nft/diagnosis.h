@@ -16,7 +16,7 @@
 #include "pkg/events/recorder.h"
 #include "pkg/events/service_events.h"
 #include "pkg/health/service_health.h"
-#include "pkg/metrics/daemon_servers.h"
+#include "pkg/http/retrying_server.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/sync/loop.h"
 #include "pkg/sync/syncer_listeners.h"
@@ -49,7 +49,7 @@ class Diagnosis {
   void record(const events::Event& e);
   bool flushEvents(std::chrono::milliseconds limit);
   health::BindFailureHook healthCheckBindFailure();
-  metrics::DaemonServers::BindFailureHook serverBindFailure();
+  http::BindFailureHook serverBindFailure();
 
  private:
   std::string node_;

@@ -25,14 +25,15 @@
 #include "nft/diff.h"
 #include "nft/kernel/nft_helper.h"
 #include "nft/static_declarations.h"
-#include "pkg/conntrack/cleanup_worker.h"
-#include "pkg/conntrack/lc_follower.h"
-#include "pkg/conntrack/netlink_table.h"
+#include "pkg/api/skip_report.h"
 #include "pkg/config/file_watch.h"
 #include "pkg/config/node_config.h"
 #include "pkg/config/version.h"
-#include "pkg/api/skip_report.h"
+#include "pkg/conntrack/cleanup_worker.h"
+#include "pkg/conntrack/lc_follower.h"
+#include "pkg/conntrack/netlink_table.h"
 #include "pkg/health/health_check_ports.h"
+#include "pkg/health/healthz_server.h"
 #include "pkg/health/proxy_health.h"
 #include "pkg/health/sync_follower.h"
 #include "pkg/http/server.h"
@@ -42,9 +43,9 @@
 #include "pkg/localhost/proxy.h"
 #include "pkg/localhost/sync_follower.h"
 #include "pkg/logging/glog_setup.h"
-#include "pkg/metrics/daemon_servers.h"
 #include "pkg/metrics/least_conn_metrics.h"
 #include "pkg/metrics/localhost_nodeports.h"
+#include "pkg/metrics/metrics_server.h"
 #include "pkg/metrics/proxy_metrics.h"
 #include "pkg/metrics/sync_follower.h"
 #include "pkg/net/fd_limit.h"
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
     return err ? 1 : 0;
   }
 
-  kpn::render::NodeConfig cfg;
+  kpn::services::NodeConfig cfg;
   cfg.nodeName = kpn::config::nodeName(conf.config, kpn::cmd::localHostname());
   std::vector<std::string> warnings;
   if (auto err = kpn::config::toNodeConfig(conf.config, cfg, &warnings)) {
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
   // families the syncer programs (known from its first sync).
   kpn::health::ProxyHealth proxyHealth(clock, 2 * syncPeriod,
                                        [&syncer] { return kpn::health::familyNames(syncer.families()); });
-  kpn::health::SyncFollower healthFollower(state, cfg, renderer, healthPorts, proxyHealth);
+  kpn::health::SyncFollower healthFollower(state, cfg, renderer.environment(), healthPorts, proxyHealth);
   kpn::metrics::StateMetricsFollower metricsFollower(state, cfg, metrics);
   kpn::sync::ProgrammingLatencyLog latencyLog;
   kpn::sync::SyncLog syncLog(state);
@@ -198,12 +199,15 @@ int main(int argc, char** argv) {
         state, cfg, renderer, [&syncer] { return syncer.families(); }, *localhostProxy, *localhostMetrics);
     loop.addObserver(localhostFollower.get());
   }
-  kpn::metrics::DaemonServers servers;
-  if (auto err = servers.start(httpLoop,
-                               {conf.config.healthzBindAddress, conf.config.metricsBindAddress,
-                                conf.config.bindAddressHardFail},
-                               proxyHealth, clock, metrics, diagnosis.serverBindFailure())) {
-    LOG(ERROR) << *err;
+  kpn::health::HealthzServer healthzServer;
+  kpn::metrics::MetricsServer metricsServer;
+  auto serverError = healthzServer.start(httpLoop, conf.config.healthzBindAddress, conf.config.bindAddressHardFail,
+                                         proxyHealth, clock, &metrics, diagnosis.serverBindFailure());
+  if (!serverError)
+    serverError = metricsServer.start(httpLoop, conf.config.metricsBindAddress, conf.config.bindAddressHardFail,
+                                      metrics, diagnosis.serverBindFailure());
+  if (serverError) {
+    LOG(ERROR) << *serverError;
     diagnosis.flushEvents(std::chrono::seconds(5));  // upstream's Warning on the Node, then exit
     return 1;
   }

@@ -66,7 +66,7 @@ const nft::Ruleset* TraceSession::desired() {
 
 std::vector<std::string> TraceSession::nodePortAddresses(nft::Family f) {
   if (!desired()) return {};
-  const render::FamilyEnvironment& e = env_->of(f);
+  const services::FamilyEnvironment& e = env_->of(f);
   if (!e.nodePortMatchAll) return e.nodePortIPs;
   std::vector<std::string> out;
   for (const auto& a : host_.addresses)

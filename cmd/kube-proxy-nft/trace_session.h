@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "nft/eval/eval_table.h"
-#include "nft/listing.h"
 #include "nft/eval/trace_report.h"
+#include "nft/listing.h"
 #include "pkg/net/ip.h"
-#include "pkg/render/environment.h"
+#include "pkg/services/environment.h"
 #include "pkg/trace/frontends.h"
 #include "pkg/trace/known_state.h"
 #include "pkg/trace/node_view.h"
@@ -52,7 +52,7 @@ class TraceSession {
   std::vector<nft::eval::Route> routes_;
   std::map<nft::Family, nft::ListedTable> live_;
   std::optional<nft::Ruleset> desired_;
-  std::optional<render::Environment> env_;
+  std::optional<services::Environment> env_;
 };
 
 }  // namespace kpn::cmd

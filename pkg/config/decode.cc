@@ -11,9 +11,9 @@
 
 #include "pkg/api/utf8.h"
 #include "pkg/api/yaml_stream.h"
+#include "pkg/config/duration.h"
 #include "pkg/config/fields.h"
 #include "pkg/net/ip.h"
-#include "pkg/sync/duration.h"
 
 namespace kpn::config {
 
@@ -123,7 +123,7 @@ Duration asDuration(const YAML::Node& n, const std::string& path) {
   if (kindOf(n) != Kind::String) wrongType(path, "a duration string (\"30s\", \"1m30s\")", n);
   std::string text = n.Scalar();
   bool negative = !text.empty() && text[0] == '-';
-  auto d = sync::parseGoDuration(negative ? text.substr(1) : text);
+  auto d = parseGoDuration(negative ? text.substr(1) : text);
   if (!d) throw FieldError(path + ": \"" + text + "\" is not a duration (Go syntax: 500ms, 30s, 1h0m0s)");
   return negative ? -*d : *d;
 }

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <map>
 
+#include "pkg/config/duration.h"
 #include "pkg/config/fields.h"
-#include "pkg/sync/duration.h"
 
 namespace kpn::config {
 
@@ -58,7 +58,7 @@ void value(YAML::Emitter& out, const ConfigField& field, const ProxyConfig& c) {
     case FieldKind::Int32: out << std::to_string(member(int32_t())); return;
     case FieldKind::Float32: out << floatText(member(float())); return;
     case FieldKind::Duration:
-    case FieldKind::DurationOrNanos: return quoted(out, sync::formatGoDuration(member(Duration())));
+    case FieldKind::DurationOrNanos: return quoted(out, formatGoDuration(member(Duration())));
     case FieldKind::TextList:
     case FieldKind::AddressList:
       out << YAML::Flow << YAML::BeginSeq;

@@ -7,9 +7,9 @@
 #include <regex>
 #include <sstream>
 
+#include "pkg/config/duration.h"
 #include "pkg/net/ip.h"
-#include "pkg/render/node_config.h"
-#include "pkg/sync/duration.h"
+#include "pkg/services/node_config.h"
 
 namespace kpn::config {
 
@@ -53,7 +53,7 @@ float flagFloat(const std::string& flag, const std::string& v) {
 }
 
 Duration flagDuration(const std::string& flag, const std::string& v) {
-  auto d = sync::parseGoDuration(v);
+  auto d = parseGoDuration(v);
   if (!d) badFlagValue(flag, v, "want a Go duration (0s, 250ms, 1m)");
   return *d;
 }
@@ -94,10 +94,10 @@ std::vector<std::string> flagNodePortAddresses(const std::string& flag, const st
   // Every entry counts, an empty one too ("10.0.0.0/8,,"): as upstream's string slice, whose
   // validation refuses what is not a CIDR or a keyword. Only a wholly empty value is the empty list.
   while (!v.empty() && std::getline(ss, item, ',')) {
-    if (!render::isNodePortAddressEntry(item)) badFlagValue(flag, item, render::kNodePortAddressEntryRule);
+    if (!services::isNodePortAddressEntry(item)) badFlagValue(flag, item, services::kNodePortAddressEntryRule);
     out.push_back(item);
   }
-  if (!v.empty() && v.back() == ',') badFlagValue(flag, "", render::kNodePortAddressEntryRule);
+  if (!v.empty() && v.back() == ',') badFlagValue(flag, "", services::kNodePortAddressEntryRule);
   return out;
 }
 

@@ -16,24 +16,24 @@ std::string nodeName(const ProxyConfig& c, const std::string& hostname) {
   return s;
 }
 
-std::optional<std::string> toNodeConfig(const ProxyConfig& c, render::NodeConfig& out, std::vector<std::string>* warnings) {
+std::optional<std::string> toNodeConfig(const ProxyConfig& c, services::NodeConfig& out, std::vector<std::string>* warnings) {
   out.masqueradeAll = c.nftables.masqueradeAll;
   out.masqueradeMark = 1u << c.nftables.masqueradeBit;
   out.clusterCidrV4.reset();
   out.clusterCidrV6.reset();
-  if (auto err = render::parseClusterCidrs(c.clusterCIDR, out)) return "clusterCIDR: " + *err;
+  if (auto err = services::parseClusterCidrs(c.clusterCIDR, out)) return "clusterCIDR: " + *err;
   for (const std::string& a : c.nodePortAddresses)
-    if (!render::isNodePortAddressEntry(a)) return "nodePortAddresses: \"" + a + "\": " + render::kNodePortAddressEntryRule;
-  render::applyNodePortAddresses(c.nodePortAddresses, out);
+    if (!services::isNodePortAddressEntry(a)) return "nodePortAddresses: \"" + a + "\": " + services::kNodePortAddressEntryRule;
+  services::applyNodePortAddresses(c.nodePortAddresses, out);
   auto gate = c.featureGates.find(kLocalhostNodePortsGate);  // upstream's gate, set false: off
   if (gate != c.featureGates.end() && !gate->second) out.localhostNodePortsV4 = out.localhostNodePortsV6 = false;
-  const render::SchedulerChoice sched = render::parseScheduler(c.ipvs.scheduler);
+  const services::SchedulerChoice sched = services::parseScheduler(c.ipvs.scheduler);
   out.scheduler = sched.scheduler;
   if (warnings && !sched.known)
     warnings->push_back("scheduler \"" + c.ipvs.scheduler +
                         "\" is not one we know (random, round-robin, source-hash, least-connection, or IPVS's rr, wrr, sh, mh, lc, wlc, ...): random");
   if (warnings && !sched.warning.empty()) warnings->push_back(sched.warning);
-  if (auto err = render::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
+  if (auto err = services::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
                                           c.detectLocal.interfaceNamePrefix, out))
     return "detectLocalMode: " + *err;
   return std::nullopt;

@@ -2,10 +2,10 @@
 
 #include <cstdlib>
 
+#include "pkg/config/duration.h"
 #include "pkg/config/flag_values.h"
 #include "pkg/net/ip.h"
-#include "pkg/render/node_config.h"
-#include "pkg/sync/duration.h"
+#include "pkg/services/node_config.h"
 
 namespace kpn::config {
 
@@ -18,14 +18,14 @@ class Errors {
   }
   void duration(const std::string& path, Duration d, bool zeroOk) {
     if (d < Duration(0) || (!zeroOk && d == Duration(0)))
-      add(path, "\"" + sync::formatGoDuration(d) + "\"", zeroOk ? "must be greater than or equal to 0" : "must be greater than 0");
+      add(path, "\"" + formatGoDuration(d) + "\"", zeroOk ? "must be greater than or equal to 0" : "must be greater than 0");
   }
   void periods(const std::string& section, Duration sync, Duration minSync) {
     duration(section + ".syncPeriod", sync, false);
     duration(section + ".minSyncPeriod", minSync, true);
     if (minSync > sync)
-      add(section + ".syncPeriod", "\"" + sync::formatGoDuration(sync) + "\"",
-          "must be greater than or equal to " + section + ".minSyncPeriod (\"" + sync::formatGoDuration(minSync) + "\")");
+      add(section + ".syncPeriod", "\"" + formatGoDuration(sync) + "\"",
+          "must be greater than or equal to " + section + ".minSyncPeriod (\"" + formatGoDuration(minSync) + "\")");
   }
   void masqueradeBit(const std::string& path, int32_t bit) {
     if (bit < 0 || bit > 31) add(path, std::to_string(bit), "must be within the range [0, 31]");
@@ -67,7 +67,7 @@ void validateLogging(const Logging& l, Errors& e) {
   if (l.format != "text" && l.format != "json") e.add("logging.format", quoted(l.format), "must be text or json");
   if (l.verbosity < 0) e.add("logging.verbosity", std::to_string(l.verbosity), "must be greater than or equal to 0");
   if (l.flushFrequency <= Duration(0))
-    e.add("logging.flushFrequency", quoted(sync::formatGoDuration(l.flushFrequency)), "must be greater than 0");
+    e.add("logging.flushFrequency", quoted(formatGoDuration(l.flushFrequency)), "must be greater than 0");
   if (!l.vmodule.empty() && l.format != "text") e.add("logging.vmodule", quoted(l.format), "only for the text format");
   for (size_t i = 0; i < l.vmodule.size(); ++i) {
     const VModule& m = l.vmodule[i];
@@ -130,15 +130,15 @@ std::vector<std::string> validate(const ProxyConfig& c) {
     e.add("healthzBindAddress", quoted(c.healthzBindAddress), "must be IP:port ([IPv6]:port)");
   if (!c.metricsBindAddress.empty() && !validHostPort(c.metricsBindAddress))
     e.add("metricsBindAddress", quoted(c.metricsBindAddress), "must be IP:port ([IPv6]:port)");
-  render::NodeConfig scratch;
-  if (auto err = render::parseClusterCidrs(c.clusterCIDR, scratch))
+  services::NodeConfig scratch;
+  if (auto err = services::parseClusterCidrs(c.clusterCIDR, scratch))
     e.add("clusterCIDR", quoted(c.clusterCIDR), "must be one CIDR or an IPv4,IPv6 pair (" + *err + ")");
   for (size_t i = 0; i < c.nodePortAddresses.size(); ++i) {
     const std::string& a = c.nodePortAddresses[i];
     std::string path = "nodePortAddresses[" + std::to_string(i) + "]";
-    if (!render::isNodePortAddressEntry(a)) e.add(path, quoted(a), render::kNodePortAddressEntryRule);
+    if (!services::isNodePortAddressEntry(a)) e.add(path, quoted(a), services::kNodePortAddressEntryRule);
   }
-  if (auto err = render::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
+  if (auto err = services::parseDetectLocal(c.detectLocalMode, c.detectLocal.bridgeInterface,
                                           c.detectLocal.interfaceNamePrefix, scratch)) {
     if (c.detectLocalMode == "BridgeInterface")
       e.add("detectLocal.bridgeInterface", quoted(c.detectLocal.bridgeInterface), "must be an interface name with detectLocalMode BridgeInterface");

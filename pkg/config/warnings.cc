@@ -1,8 +1,8 @@
 #include "pkg/config/warnings.h"
 
-#include "pkg/render/node_config.h"
-#include "pkg/render/scheduler.h"
-#include "pkg/sync/duration.h"
+#include "pkg/config/duration.h"
+#include "pkg/services/node_config.h"
+#include "pkg/services/scheduler.h"
 
 namespace kpn::config {
 
@@ -22,10 +22,10 @@ namespace {
 // 127.0.0.1 by default (iptables.localhostNodePorts, route_localnet); nftables mode, ours
 // included, only with a loopback entry in nodePortAddresses, and then over TCP only.
 void localhostNodePortNotes(const ProxyConfig& c, bool fromConfigFile, StartupNotes& n) {
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   for (const std::string& a : c.nodePortAddresses)
-    if (!render::isNodePortAddressEntry(a)) return;  // refused by validation before this matters
-  render::applyNodePortAddresses(c.nodePortAddresses, cfg);
+    if (!services::isNodePortAddressEntry(a)) return;  // refused by validation before this matters
+  services::applyNodePortAddresses(c.nodePortAddresses, cfg);
   auto gate = c.featureGates.find(kLocalhostNodePortsGate);
   const bool gateOff = gate != c.featureGates.end() && !gate->second;
   const bool served = (cfg.localhostNodePortsV4 || cfg.localhostNodePortsV6) && !gateOff;
@@ -53,10 +53,10 @@ StartupNotes startupNotes(const ProxyConfig& c, bool fromConfigFile) {
     w.push_back("mode: \"" + c.mode + "\" is not implemented by kube-proxy-nft; running in nftables mode");
   // What the scheduler named does here (the mapping is render's; its warnings come from toNodeConfig).
   if (!c.ipvs.scheduler.empty()) {
-    render::SchedulerChoice s = render::parseScheduler(c.ipvs.scheduler);
+    services::SchedulerChoice s = services::parseScheduler(c.ipvs.scheduler);
     if (s.known)
       n.info.push_back("ipvs.scheduler: \"" + c.ipvs.scheduler + "\": new connections are balanced " +
-                       render::schedulerName(s.scheduler) + " (docs/schedulers.md)");
+                       services::schedulerName(s.scheduler) + " (docs/schedulers.md)");
   } else if (c.mode == "ipvs") {
     n.info.push_back("ipvs.scheduler unset: IPVS would balance round-robin (rr); kube-proxy-nft's default is random, "
                      "as upstream's nftables mode (set rr for round-robin; docs/schedulers.md)");
@@ -90,7 +90,7 @@ StartupNotes startupNotes(const ProxyConfig& c, bool fromConfigFile) {
       !c.winkernel.rootHnsEndpointName.empty() || c.winkernel.forwardHealthCheckVip || c.windowsRunAsService)
     w.push_back("winkernel.*, windowsRunAsService: Windows only; ignored");
   if (c.configSyncPeriod != std::chrono::minutes(15))
-    n.info.push_back("configSyncPeriod: \"" + sync::formatGoDuration(c.configSyncPeriod) +
+    n.info.push_back("configSyncPeriod: \"" + formatGoDuration(c.configSyncPeriod) +
                      "\" accepted; the watches need no periodic resync (a relist follows every expired watch)");
   return n;
 }

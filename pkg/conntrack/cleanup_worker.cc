@@ -4,6 +4,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "pkg/services/family.h"
+
 namespace kpn::conntrack {
 
 CleanupWorker::CleanupWorker(TableFactory open, Reporter report)
@@ -90,7 +92,7 @@ bool CleanupWorker::ensureTable() {
 
 void CleanupWorker::runGapSweep(const GapSweep& sweep) {
   for (uint8_t family : {uint8_t(AF_INET), uint8_t(AF_INET6)}) {
-    const char* name = family == AF_INET ? "IPv4" : "IPv6";
+    const char* name = services::familyWordOfAf(family);
     const GapFrontends& fe = family == AF_INET ? sweep.v4 : sweep.v6;
     for (uint8_t proto : {uint8_t(IPPROTO_TCP), uint8_t(IPPROTO_SCTP)}) {
       if (!fe.hasProto(proto)) continue;
@@ -118,7 +120,7 @@ void CleanupWorker::runGapSweep(const GapSweep& sweep) {
 
 void CleanupWorker::runPass(const UdpServices& services) {
   for (uint8_t family : {uint8_t(AF_INET), uint8_t(AF_INET6)}) {
-    const char* name = family == AF_INET ? "IPv4" : "IPv6";
+    const char* name = services::familyWordOfAf(family);
     Frontends fe = Frontends::build(services, family);
     if (fe.empty()) continue;  // no UDP service with endpoints in this family: nothing can be stale
     if (!ensureTable()) return;

@@ -20,7 +20,7 @@
 #include "pkg/conntrack/gap_flows.h"
 #include "pkg/conntrack/reconcile.h"
 #include "pkg/conntrack/udp_services.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 #include "pkg/sync/loop.h"
 
@@ -29,7 +29,7 @@ namespace kpn::conntrack {
 class CleanupWorker {
  public:
   using TableFactory = std::function<std::unique_ptr<FlowTable>(std::string* error)>;
-  // After each family's pass that ran a dump: "IPv4"/"IPv6" and what it did (metrics, tests).
+  // After each family's pass that ran a dump: its family word (services::familyWord) and what it did (metrics, tests).
   using Reporter = std::function<void(const char* family, const FamilyResult&)>;
 
   CleanupWorker(TableFactory open, Reporter report);
@@ -71,7 +71,7 @@ class CleanupWorker {
 // (not the incremental path, and the kernel lacked something), the gap sweep too.
 class CleanupFollower : public sync::SyncObserver {
  public:
-  CleanupFollower(const state::ClusterState& state, const render::NodeConfig& cfg, CleanupWorker& worker)
+  CleanupFollower(const state::ClusterState& state, const services::NodeConfig& cfg, CleanupWorker& worker)
       : state_(state), cfg_(cfg), worker_(worker) {}
   void synced(const sync::SyncReport& r) override {
     if (!r.stats.ok) return;
@@ -83,7 +83,7 @@ class CleanupFollower : public sync::SyncObserver {
 
  private:
   const state::ClusterState& state_;
-  const render::NodeConfig& cfg_;
+  const services::NodeConfig& cfg_;
   CleanupWorker& worker_;
   UdpServiceIndex index_;
 };

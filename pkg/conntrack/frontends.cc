@@ -5,26 +5,29 @@
 
 #include <algorithm>
 
-#include "pkg/render/claims.h"
+#include "pkg/services/claims.h"
+#include "pkg/services/endpoints.h"
+#include "pkg/services/family.h"
 
 namespace kpn::conntrack {
 
+namespace {
+
+// Upstream's IsServing: the serving condition (a missing one counts as true); a ready endpoint
+// counts too, whatever it says, since the rules send traffic to it. A flow answered by anything
+// else is stale.
+bool isConntrackTarget(const api::EndpointConditions& c) { return c.isServing() || c.isReady(); }
+
+}  // namespace
+
 EndpointIps servingEndpoints(const api::ServicePort& sp, const std::vector<state::SlicePtr>& slices, uint8_t family) {
-  const char* addressType = family == AF_INET ? "IPv4" : "IPv6";
   EndpointIps out;
-  for (const auto& slice : slices) {
-    if (slice->addressType != addressType) continue;
-    bool matches = false;
-    for (const auto& p : slice->ports)
-      if (p.name == sp.name && p.protocol == sp.protocol && p.port) matches = true;
-    if (!matches) continue;
-    for (const auto& ep : slice->endpoints) {
-      if (ep.addresses.empty() || !(ep.conditions.isServing() || ep.conditions.isReady())) continue;
-      uint8_t f = 0;
-      auto ip = parseIp(ep.addresses.front(), &f);
-      if (ip && f == family) out.push_back(*ip);
-    }
-  }
+  services::forEachEndpointOfPort(sp, slices, services::familyWordOfAf(family), [&](const api::Endpoint& ep, int32_t) {
+    if (!isConntrackTarget(ep.conditions)) return;
+    uint8_t f = 0;
+    auto ip = parseIp(ep.addresses.front(), &f);
+    if (ip && f == family) out.push_back(*ip);
+  });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -42,7 +45,7 @@ std::vector<Ip> frontendIps(const api::Service& svc, uint8_t family) {
   };
   for (const auto& ip : svc.clusterIPs) add(ip, true);
   if (!hasClusterIP) return {};
-  for (const auto& ip : render::loadBalancerVIPs(svc)) add(ip, false);
+  for (const auto& ip : services::loadBalancerVIPs(svc)) add(ip, false);
   for (const auto& ip : svc.externalIPs) add(ip, false);
   return addrs;
 }
@@ -57,7 +60,7 @@ Frontends Frontends::build(const UdpServices& services, uint8_t family) {
     const api::Service& svc = *entry.service;
     const std::vector<Ip> addrs = frontendIps(svc, family);
     if (addrs.empty()) continue;
-    const std::string rank = render::claimRank(svc);
+    const std::string rank = services::claimRank(svc);
     for (const auto& sp : svc.ports) {
       if (sp.protocol != api::Protocol::UDP || sp.port <= 0 || sp.port > 65535) continue;
       EndpointIps eps = servingEndpoints(sp, entry.slices, family);

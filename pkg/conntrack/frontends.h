@@ -25,7 +25,7 @@ using EndpointIps = std::vector<Ip>;
 class Frontends {
  public:
   // From a snapshot, for AF_INET or AF_INET6. A destination two Services claim goes to the older
-  // one (as the rules give it, render/claims.h).
+  // one (as the rules give it, services/claims.h).
   static Frontends build(const UdpServices& services, uint8_t family);
 
   bool empty() const { return byIpPort_.empty() && byNodePort_.empty(); }

@@ -4,7 +4,7 @@
 #include <sys/socket.h>
 
 #include "pkg/conntrack/frontends.h"
-#include "pkg/render/service_part.h"
+#include "pkg/services/proxied.h"
 
 namespace kpn::conntrack {
 
@@ -24,11 +24,11 @@ uint8_t sweptProto(api::Protocol p) {
 
 }  // namespace
 
-GapFrontends GapFrontends::build(const state::ClusterState& st, const render::NodeConfig& cfg, uint8_t family) {
+GapFrontends GapFrontends::build(const state::ClusterState& st, const services::NodeConfig& cfg, uint8_t family) {
   GapFrontends fe;
   for (const auto& [key, svcPtr] : st.services) {
     const api::Service& svc = *svcPtr;
-    if (!render::serviceIsProxied(svc, cfg)) continue;
+    if (!services::serviceIsProxied(svc, cfg)) continue;
     const std::vector<Ip> addrs = frontendIps(svc, family);
     if (addrs.empty()) continue;
     for (const auto& sp : svc.ports) {
@@ -49,7 +49,7 @@ bool GapFrontends::isGapFlow(const Flow& f) const {
   return byIpPort_.count(Key{f.proto, f.origDst, f.origDport}) > 0 || nodePorts_.count(nodePortKey(f.proto, f.origDport)) > 0;
 }
 
-GapSnapshot makeGapSweep(const state::ClusterState& st, const render::NodeConfig& cfg) {
+GapSnapshot makeGapSweep(const state::ClusterState& st, const services::NodeConfig& cfg) {
   auto sweep = std::make_shared<GapSweep>();
   sweep->v4 = GapFrontends::build(st, cfg, AF_INET);
   sweep->v6 = GapFrontends::build(st, cfg, AF_INET6);

@@ -16,7 +16,7 @@
 #include <unordered_set>
 
 #include "pkg/conntrack/flow.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::conntrack {
@@ -24,7 +24,7 @@ namespace kpn::conntrack {
 class GapFrontends {
  public:
   // Every proxied service's TCP and SCTP frontends in AF_INET or AF_INET6, endpoints or not.
-  static GapFrontends build(const state::ClusterState& st, const render::NodeConfig& cfg, uint8_t family);
+  static GapFrontends build(const state::ClusterState& st, const services::NodeConfig& cfg, uint8_t family);
 
   bool empty() const { return byIpPort_.empty() && nodePorts_.empty(); }
   bool hasProto(uint8_t proto) const;
@@ -56,6 +56,6 @@ struct GapSweep {
 };
 using GapSnapshot = std::shared_ptr<const GapSweep>;
 
-GapSnapshot makeGapSweep(const state::ClusterState& st, const render::NodeConfig& cfg);
+GapSnapshot makeGapSweep(const state::ClusterState& st, const services::NodeConfig& cfg);
 
 }  // namespace kpn::conntrack

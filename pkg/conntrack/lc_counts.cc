@@ -31,7 +31,7 @@ uint8_t ipFamily(nft::Family f) { return f == nft::Family::IPv4 ? AF_INET : AF_I
 
 // A port's identity across snapshots.
 using PortId = std::tuple<std::string, std::string, nft::Family, api::Protocol>;
-PortId idOf(const render::LeastConnPort& p) { return {p.serviceKey, p.portName, p.family, p.protocol}; }
+PortId idOf(const services::LeastConnPort& p) { return {p.serviceKey, p.portName, p.family, p.protocol}; }
 
 }  // namespace
 
@@ -39,17 +39,17 @@ bool countsAsActive(const Flow& f) {
   return (f.proto == IPPROTO_TCP || f.proto == IPPROTO_SCTP) && f.state == kEstablished;
 }
 
-void LeastConnCounter::setPorts(const std::map<std::string, std::vector<render::LeastConnPort>>& ports) {
+void LeastConnCounter::setPorts(const std::map<std::string, std::vector<services::LeastConnPort>>& ports) {
   std::vector<Port> next;
   std::map<PortId, uint32_t> index;
   byFrontend_.clear();
   for (const auto& [key, list] : ports)
-    for (const render::LeastConnPort& spec : list) {
+    for (const services::LeastConnPort& spec : list) {
       Port p;
       p.spec = spec;
       p.family = ipFamily(spec.family);
       p.proto = ipProto(spec.protocol);
-      for (const render::LeastConnEndpoint& ep : spec.endpoints) {
+      for (const services::LeastConnEndpoint& ep : spec.endpoints) {
         uint8_t family = 0;
         auto ip = parseIp(ep.ip, &family);
         if (!ip || family != p.family) continue;
@@ -62,7 +62,7 @@ void LeastConnCounter::setPorts(const std::map<std::string, std::vector<render::
       }
       std::map<std::string, size_t> byValue;
       for (size_t i = 0; i < p.endpoints.size(); ++i) byValue[p.endpoints[i].value] = i;
-      for (const render::LeastConnSet& set : spec.sets) {
+      for (const services::LeastConnSet& set : spec.sets) {
         Set s;
         s.owner = set.owner;
         for (const std::string& v : set.values)
@@ -160,14 +160,14 @@ std::vector<std::string> LeastConnCounter::choose(const Port& p, const Set& s, s
   std::vector<std::string> tie;
   for (size_t k = 0; k < s.endpoints.size(); ++k)
     if (overhead[k] == least) tie.push_back(p.endpoints[s.endpoints[k]].value);
-  if (tie.size() > render::kLeastConnSlots) {
+  if (tie.size() > services::kLeastConnSlots) {
     // A tie larger than the slots: keep the sample while it is still all in the tie.
     const std::set<std::string> inTie(tie.begin(), tie.end());
-    bool keep = s.chosen.size() == render::kLeastConnSlots;
+    bool keep = s.chosen.size() == services::kLeastConnSlots;
     for (const std::string& v : s.chosen) keep = keep && inTie.count(v);
     if (keep) return s.chosen;
     std::vector<std::string> sample;
-    std::sample(tie.begin(), tie.end(), std::back_inserter(sample), render::kLeastConnSlots, rng);
+    std::sample(tie.begin(), tie.end(), std::back_inserter(sample), services::kLeastConnSlots, rng);
     return sample;
   }
   // Rounds of the least loaded, each adding one connection's weight to each endpoint of it, while
@@ -179,7 +179,7 @@ std::vector<std::string> LeastConnCounter::choose(const Port& p, const Set& s, s
   for (;;) {
     const uint64_t low = *std::min_element(overhead.begin(), overhead.end());
     const size_t round = static_cast<size_t>(std::count(overhead.begin(), overhead.end(), low));
-    if (named > 0 && (named >= want || named + round > render::kLeastConnSlots)) break;
+    if (named > 0 && (named >= want || named + round > services::kLeastConnSlots)) break;
     for (size_t k = 0; k < overhead.size(); ++k)
       if (overhead[k] == low) ++times[k], overhead[k] += weight;
     named += round;
@@ -203,7 +203,7 @@ std::vector<LeastConnChoice> LeastConnCounter::takeChoices(std::mt19937& rng, Ti
     }
     if (!p.dirty) continue;
     p.dirty = false;
-    const size_t want = std::clamp<size_t>(p.arrivals.size(), 1, render::kLeastConnSlots);
+    const size_t want = std::clamp<size_t>(p.arrivals.size(), 1, services::kLeastConnSlots);
     for (Set& s : p.sets) {
       if (s.endpoints.empty()) continue;
       std::vector<std::string> values = choose(p, s, want, rng);

@@ -1,10 +1,10 @@
 // Least connection's counts, as IPVS keeps them (ip_vs_dest_conn_overhead): per least-connection
-// service port (render/least_conn.h), this node's conntrack entries whose original destination
+// service port (services/least_conn_ports.h), this node's conntrack entries whose original destination
 // is one of the port's frontends (a ClusterIP, LoadBalancer or external IP with the port, or the
 // NodePort on any address) and whose reply comes from one of its endpoints (the entry was DNATed
 // there): active while TCP or SCTP is ESTABLISHED, inactive in every other state and for UDP. And
 // the choice they make for each endpoint set: the endpoints with the least overhead
-// active x 256 + inactive, all of them when they tie (at most render::kLeastConnSlots, a random
+// active x 256 + inactive, all of them when they tie (at most services::kLeastConnSlots, a random
 // sample of a larger tie, kept while it stays a tie).
 //
 // A burst: the slots are what the packet path picks from until the next choice lands (a few
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "pkg/conntrack/flow.h"
-#include "pkg/render/least_conn.h"
+#include "pkg/services/least_conn_ports.h"
 
 namespace kpn::conntrack {
 
@@ -58,7 +58,7 @@ class LeastConnCounter {
 
   // The ports to count, as the renderer reports them. Entries of endpoints that stay keep
   // counting; the others are forgotten. Every set's choice is made again.
-  void setPorts(const std::map<std::string, std::vector<render::LeastConnPort>>& ports);
+  void setPorts(const std::map<std::string, std::vector<services::LeastConnPort>>& ports);
   size_t ports() const { return ports_.size(); }
 
   // A new entry or a change of one (NEW and UPDATE events, the same call: an event may be the first
@@ -111,7 +111,7 @@ class LeastConnCounter {
     std::vector<std::string> chosen;  // the last choice handed out
   };
   struct Port {
-    render::LeastConnPort spec;
+    services::LeastConnPort spec;
     uint8_t family = 0, proto = 0;
     std::vector<Endpoint> endpoints;
     std::unordered_map<IpPort, size_t, IpPortHash> byEndpoint;

@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "pkg/conntrack/lc_tracker.h"
-#include "pkg/render/render.h"
+#include "pkg/services/least_conn_ports.h"
 #include "pkg/sync/loop.h"
 
 namespace kpn::conntrack {
@@ -20,7 +20,7 @@ class LeastConnFollower : public sync::SyncObserver, public sync::ChoiceSource {
   using Landed = std::function<void(size_t choices, double seconds)>;
   // Every endpoint's counts, about once a second (per-endpoint gauges).
   using Counts = std::function<void(const std::vector<EndpointConnections>&)>;
-  LeastConnFollower(render::Renderer& renderer, LeastConnTracker& tracker, Landed landed = nullptr,
+  LeastConnFollower(services::LeastConnTarget& renderer, LeastConnTracker& tracker, Landed landed = nullptr,
                     Counts counts = nullptr)
       : renderer_(renderer), tracker_(tracker), landed_(std::move(landed)), counts_(std::move(counts)) {}
 
@@ -31,7 +31,7 @@ class LeastConnFollower : public sync::SyncObserver, public sync::ChoiceSource {
   void landed(const sync::SyncStats& s) override;
 
  private:
-  render::Renderer& renderer_;
+  services::LeastConnTarget& renderer_;
   LeastConnTracker& tracker_;
   Landed landed_;
   Counts counts_;

@@ -39,7 +39,7 @@ using PortId = std::tuple<std::string, std::string, nft::Family, api::Protocol, 
 
 // What makes a dump necessary when it changes: a port (or a frontend of one) this side has not
 // counted yet. Endpoints that come and go need none: their entries come with them.
-std::set<PortId> countedPorts(const std::map<std::string, std::vector<render::LeastConnPort>>& ports) {
+std::set<PortId> countedPorts(const std::map<std::string, std::vector<services::LeastConnPort>>& ports) {
   std::set<PortId> out;
   for (const auto& [key, list] : ports)
     for (const auto& p : list) out.emplace(p.serviceKey, p.portName, p.family, p.protocol, p.frontendIps, p.nodePort);
@@ -83,7 +83,7 @@ LeastConnTracker::~LeastConnTracker() {
   close(wakeFd_);
 }
 
-void LeastConnTracker::setPorts(std::map<std::string, std::vector<render::LeastConnPort>> ports) {
+void LeastConnTracker::setPorts(std::map<std::string, std::vector<services::LeastConnPort>> ports) {
   {
     std::lock_guard<std::mutex> g(mu_);
     ports_ = std::move(ports);
@@ -201,7 +201,7 @@ void LeastConnTracker::loop() {
   };
 
   for (;;) {
-    std::map<std::string, std::vector<render::LeastConnPort>> ports;
+    std::map<std::string, std::vector<services::LeastConnPort>> ports;
     bool newPorts = false;
     {
       std::unique_lock<std::mutex> lock(mu_);

@@ -30,7 +30,7 @@ class LeastConnTracker {
   LeastConnTracker& operator=(const LeastConnTracker&) = delete;
 
   // The ports to count (the renderer's least-connection ports). Any thread.
-  void setPorts(std::map<std::string, std::vector<render::LeastConnPort>> ports);
+  void setPorts(std::map<std::string, std::vector<services::LeastConnPort>> ports);
 
   // Readable (an eventfd) while choices wait.
   int fd() const { return readyFd_; }
@@ -63,7 +63,7 @@ class LeastConnTracker {
   mutable std::condition_variable cv_;
   bool stopping_ = false;
   bool portsPending_ = false;
-  std::map<std::string, std::vector<render::LeastConnPort>> ports_;
+  std::map<std::string, std::vector<services::LeastConnPort>> ports_;
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> pending_;  // (service, owner) -> values
   std::chrono::steady_clock::time_point pendingSince_{};
   std::vector<EndpointConnections> counts_;

@@ -1,13 +1,14 @@
 #include "pkg/conntrack/udp_services.h"
 
-#include "pkg/render/service_part.h"
+#include "pkg/services/proxied.h"
 
 namespace kpn::conntrack {
 
 namespace {
 
 // The entry for `key` in the current state, or nullopt when the cleanup does not look at it.
-std::optional<UdpService> entryOf(const state::ClusterState& st, const render::NodeConfig& cfg, const std::string& key) {
+std::optional<UdpService> entryOf(const state::ClusterState& st, const services::NodeConfig& cfg,
+                                  const std::string& key) {
   auto it = st.services.find(key);
   if (it == st.services.end() || !hasUdpPort(*it->second, cfg)) return std::nullopt;
   UdpService e{it->second, {}};
@@ -18,14 +19,14 @@ std::optional<UdpService> entryOf(const state::ClusterState& st, const render::N
 
 }  // namespace
 
-bool hasUdpPort(const api::Service& svc, const render::NodeConfig& cfg) {
-  if (!render::serviceIsProxied(svc, cfg)) return false;
+bool hasUdpPort(const api::Service& svc, const services::NodeConfig& cfg) {
+  if (!services::serviceIsProxied(svc, cfg)) return false;
   for (const auto& p : svc.ports)
     if (p.protocol == api::Protocol::UDP) return true;
   return false;
 }
 
-void UdpServiceIndex::update(const state::ClusterState& st, const render::NodeConfig& cfg,
+void UdpServiceIndex::update(const state::ClusterState& st, const services::NodeConfig& cfg,
                              const std::set<std::string>* changed) {
   if (!changed) {
     auto all = std::make_shared<UdpServices>();

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pkg/render/node_config.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::conntrack {
@@ -24,12 +24,12 @@ using UdpServices = std::map<std::string, UdpService>;  // by ns/name
 using UdpSnapshot = std::shared_ptr<const UdpServices>;
 
 // Whether the cleanup looks at this Service at all: proxied by us, with a UDP port.
-bool hasUdpPort(const api::Service& svc, const render::NodeConfig& cfg);
+bool hasUdpPort(const api::Service& svc, const services::NodeConfig& cfg);
 
 class UdpServiceIndex {
  public:
   // changed: the service keys a sync covered; nullptr: every service may differ.
-  void update(const state::ClusterState& st, const render::NodeConfig& cfg, const std::set<std::string>* changed);
+  void update(const state::ClusterState& st, const services::NodeConfig& cfg, const std::set<std::string>* changed);
   UdpSnapshot snapshot() const { return current_; }
 
  private:

@@ -8,6 +8,7 @@
 #include "nft/model.h"
 #include "pkg/api/encode.h"
 #include "pkg/render/service_part.h"
+#include "pkg/services/proxied.h"
 
 namespace kpn::diag {
 
@@ -81,7 +82,7 @@ DaemonStatus DaemonView::status() const {
   std::set<std::string> refused = syncer_.rejectedServices();
   s.servicesKnown = state_.services.size();
   for (const auto& [key, svc] : state_.services)
-    if (render::serviceIsProxied(*svc, renderer_.config()) && !svc->clusterIPs.empty() && !refused.count(key))
+    if (services::serviceIsProxied(*svc, renderer_.config()) && !svc->clusterIPs.empty() && !refused.count(key))
       ++s.servicesProgrammed;
   for (const auto& key : refused) {
     RefusedService r{key, "", ""};
@@ -107,7 +108,7 @@ DaemonView::StateParts DaemonView::stateParts(const StateQuery& q) const {
     if (it != state_.services.end()) {
       out.serviceFound = true;
       keys.insert(it->first);
-      // Services contesting one of its addresses decide who holds it (render/claims.h).
+      // Services contesting one of its addresses decide who holds it (services/claims.h).
       for (const auto& [key, svc] : state_.services)
         if (key != it->first && sharesFrontend(*it->second, *svc)) keys.insert(key);
     }

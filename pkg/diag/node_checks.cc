@@ -6,8 +6,9 @@
 #include <map>
 #include <sstream>
 
-#include "pkg/iptables/iptables_leftovers.h"
 #include "nft/json_text.h"
+#include "pkg/iptables/iptables_leftovers.h"
+#include "pkg/services/family.h"
 
 namespace kpn::diag {
 
@@ -125,9 +126,10 @@ std::optional<std::string> readWhole(const char* path) {
 
 std::vector<NodeCheck> runNodeChecks(const NodeFacts& f) {
   std::vector<NodeCheck> out;
-  out.push_back(forwarding(f, "ip_forward", "/proc/sys/net/ipv4/ip_forward", "IPv4", "net.ipv4.ip_forward"));
-  out.push_back(forwarding(f, "ipv6_forwarding", "/proc/sys/net/ipv6/conf/all/forwarding", "IPv6",
-                           "net.ipv6.conf.all.forwarding"));
+  out.push_back(forwarding(f, "ip_forward", "/proc/sys/net/ipv4/ip_forward", services::familyWord(net::Family::V4),
+                           "net.ipv4.ip_forward"));
+  out.push_back(forwarding(f, "ipv6_forwarding", "/proc/sys/net/ipv6/conf/all/forwarding",
+                           services::familyWord(net::Family::V6), "net.ipv6.conf.all.forwarding"));
   out.push_back(brNetfilter(f));
   out.push_back(conntrack(f));
   if (auto legacy = iptables::legacyIptablesReport(f.readFile)) out.push_back({"iptables-legacy", "warning", *legacy});

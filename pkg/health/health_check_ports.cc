@@ -4,7 +4,7 @@
 
 namespace kpn::health {
 
-std::vector<std::string> healthCheckBindAddresses(const render::Environment& env) {
+std::vector<std::string> healthCheckBindAddresses(const services::Environment& env) {
   std::vector<std::string> out;
   for (const auto& f : env.family) {
     if (f.nodePortMatchAll) return {};
@@ -13,8 +13,8 @@ std::vector<std::string> healthCheckBindAddresses(const render::Environment& env
   return out;
 }
 
-void HealthCheckPorts::update(const state::ClusterState& st, const render::NodeConfig& cfg,
-                              const std::set<std::string>* changed, const render::Environment& env) {
+void HealthCheckPorts::update(const state::ClusterState& st, const services::NodeConfig& cfg,
+                              const std::set<std::string>* changed, const services::Environment& env) {
   bool portsChanged = index_.update(st, cfg, changed);
   if (!servers_ && index_.ports().empty()) return;  // no thread work and no sockets until a service needs them
   std::vector<std::string> addresses = healthCheckBindAddresses(env);

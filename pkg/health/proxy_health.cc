@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "pkg/services/family.h"
+
 namespace kpn::health {
 
 bool nodeEligible(const api::Node* node) {
@@ -17,7 +19,7 @@ bool nodeEligible(const api::Node* node) {
 
 std::vector<std::string> familyNames(const std::set<nft::Family>& families) {
   std::vector<std::string> out;
-  for (nft::Family f : families) out.push_back(f == nft::Family::IPv4 ? "IPv4" : "IPv6");
+  for (nft::Family f : families) out.push_back(services::familyWord(f));
   return out;
 }
 

@@ -44,7 +44,7 @@ struct ProxyHealthStatus {
   sync::WallTime lastUpdated{};  // the latest of the families'
   sync::WallTime currentTime{};
   bool healthy = true;
-  // Upstream's names ("IPv4", "IPv6") of the families this node serves; empty before the first
+  // Upstream's names (services::familyWord) of the families this node serves; empty before the first
   // sync attempt (starting up).
   std::map<std::string, FamilyHealth> status;
   std::string reason;  // why not healthy, in words (not in upstream's bodies; health-check ports say it)

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "pkg/health/health_check_index.h"
 #include "pkg/http/server.h"
-#include "pkg/render/health_check.h"
 
 namespace kpn::health {
 
 // What one port reports: the service and its local ready endpoints (terminating ones do not
 // count); the same value the render side computes.
-using ServiceHealthInfo = render::HealthCheckService;
+using ServiceHealthInfo = health::HealthCheckService;
 
 // The proxy's own health as the health-check ports report it.
 struct ProxyVerdict {

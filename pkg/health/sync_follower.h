@@ -6,7 +6,7 @@
 
 #include "pkg/health/health_check_ports.h"
 #include "pkg/health/proxy_health.h"
-#include "pkg/render/render.h"
+#include "pkg/services/environment.h"
 #include "pkg/state/cluster_state.h"
 #include "pkg/sync/loop.h"
 
@@ -14,12 +14,12 @@ namespace kpn::health {
 
 class SyncFollower : public sync::SyncObserver {
  public:
-  SyncFollower(const state::ClusterState& state, const render::NodeConfig& cfg, const render::Renderer& renderer,
-               HealthCheckPorts& ports, ProxyHealth& proxy)
-      : state_(state), cfg_(cfg), renderer_(renderer), ports_(ports), proxy_(proxy) {}
+  SyncFollower(const state::ClusterState& state, const services::NodeConfig& cfg,
+               const services::Environment& environment, HealthCheckPorts& ports, ProxyHealth& proxy)
+      : state_(state), cfg_(cfg), environment_(environment), ports_(ports), proxy_(proxy) {}
 
   void synced(const sync::SyncReport& r) override {
-    if (r.stats.ok) ports_.update(state_, cfg_, r.changed, renderer_.environment());
+    if (r.stats.ok) ports_.update(state_, cfg_, r.changed, environment_);
   }
   void tick(sync::SteadyTime) override {
     ProxyHealthStatus s = proxy_.status();
@@ -29,8 +29,8 @@ class SyncFollower : public sync::SyncObserver {
 
  private:
   const state::ClusterState& state_;
-  const render::NodeConfig& cfg_;
-  const render::Renderer& renderer_;
+  const services::NodeConfig& cfg_;
+  const services::Environment& environment_;  // the renderer's, as of its last render
   HealthCheckPorts& ports_;
   ProxyHealth& proxy_;
 };

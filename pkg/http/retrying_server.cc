@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include "pkg/http/bind_address.h"
+
 namespace kpn::http {
 
 RetryingServer::RetryingServer(Loop& loop, std::string what, std::string address, int port, Handler handler)
@@ -49,6 +51,22 @@ bool RetryingServer::tryListen(std::string* error) {
 RetryingServer::~RetryingServer() {
   retry_.reset();  // first: its callback touches server_
   loop_.call([this] { server_.reset(); });
+}
+
+std::optional<std::string> startConfigured(Loop& loop, const std::string& what, const std::string& field,
+                                           const std::string& bindAddress, bool portZeroDisables, Handler handler,
+                                           bool hardFail, const BindFailureHook& onBindFailure,
+                                           std::unique_ptr<RetryingServer>& server) {
+  if (bindAddress.empty()) return std::nullopt;
+  std::string err;
+  auto a = parseBindAddress(bindAddress, &err);
+  if (!a) return field + " " + err;
+  if (a->port == 0 && portZeroDisables) return std::nullopt;
+  server = RetryingServer::start(loop, what, a->host, a->port, std::move(handler), hardFail, &err);
+  if ((!server || !server->listening()) && onBindFailure && !err.empty()) onBindFailure(what, err);
+  if (!server) return err;
+  if (server->listening()) LOG(INFO) << what << " server listening on " << bindAddress;
+  return std::nullopt;
 }
 
 }  // namespace kpn::http

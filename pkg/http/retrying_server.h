@@ -4,7 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "pkg/http/server.h"
@@ -34,5 +36,17 @@ class RetryingServer {
   std::atomic<int> port_{0};
   int failures_ = 0;
 };
+
+// Told which server ("healthz", "metrics") could not bind, and why: with hardFail before the
+// start returns the error, else while it retries.
+using BindFailureHook = std::function<void(const std::string& what, const std::string& error)>;
+
+// One of the daemon's own servers on a bind address from the configuration, named `field` in
+// errors ("healthzBindAddress"). An empty address disables it, and so does port 0 with
+// portZeroDisables. nullopt when started, retrying or disabled; else the one line to exit with.
+std::optional<std::string> startConfigured(Loop& loop, const std::string& what, const std::string& field,
+                                           const std::string& bindAddress, bool portZeroDisables, Handler handler,
+                                           bool hardFail, const BindFailureHook& onBindFailure,
+                                           std::unique_ptr<RetryingServer>& server);
 
 }  // namespace kpn::http

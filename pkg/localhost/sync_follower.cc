@@ -6,7 +6,7 @@ namespace kpn::localhost {
 
 void SyncFollower::synced(const sync::SyncReport& r) {
   if (!r.stats.ok) return;
-  const render::Environment& env = renderer_.environment();
+  const services::Environment& env = renderer_.environment();
   const std::string zones = env.family[0].zone + "/" + env.family[1].zone;
   const bool changed = !r.changed || !r.changed->empty();
   if (synced_ && !changed && !retry_ && zones == zones_) return;

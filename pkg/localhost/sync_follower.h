@@ -20,7 +20,7 @@ namespace kpn::localhost {
 class SyncFollower : public sync::SyncObserver {
  public:
   using ServedFamilies = std::function<std::set<nft::Family>()>;
-  SyncFollower(const state::ClusterState& state, const render::NodeConfig& cfg, const render::Renderer& renderer,
+  SyncFollower(const state::ClusterState& state, const services::NodeConfig& cfg, const render::Renderer& renderer,
                ServedFamilies served, Proxy& proxy, metrics::LocalhostNodePortMetrics& metrics)
       : state_(state), cfg_(cfg), renderer_(renderer), served_(std::move(served)), proxy_(proxy), metrics_(metrics) {}
 
@@ -28,7 +28,7 @@ class SyncFollower : public sync::SyncObserver {
 
  private:
   const state::ClusterState& state_;
-  const render::NodeConfig& cfg_;
+  const services::NodeConfig& cfg_;
   const render::Renderer& renderer_;
   ServedFamilies served_;
   Proxy& proxy_;

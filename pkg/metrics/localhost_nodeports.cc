@@ -13,13 +13,13 @@
 
 #include "nft/kernel/counter_objects.h"
 #include "pkg/api/types.h"
-#include "pkg/render/localhost_nodeports.h"
+#include "pkg/services/family.h"
+#include "pkg/services/localhost_reject_counters.h"
 
 namespace kpn::metrics {
 
 namespace {
 
-const char* const kFamilyNames[] = {"IPv4", "IPv6"};
 size_t index(nft::Family f) { return f == nft::Family::IPv6 ? 1 : 0; }
 nft::Family familyAt(size_t i) { return i == 1 ? nft::Family::IPv6 : nft::Family::IPv4; }
 // Upstream's label value: the API's spelling of the protocol.
@@ -56,14 +56,15 @@ struct LocalhostNodePortMetrics::Series {
       std::string error;
       auto packets = nft::readCounterPackets(familyAt(i), table, &error);
       if (!packets) {
-        LOG_EVERY_N(WARNING, 100) << "reading the localhost NodePort counters (" << kFamilyNames[i] << "): " << error;
+        LOG_EVERY_N(WARNING, 100) << "reading the localhost NodePort counters (" << services::familyWord(familyAt(i))
+                                  << "): " << error;
         continue;
       }
-      for (api::Protocol p : render::localhostRejectedProtocols()) {
-        auto c = packets->find(render::localhostRejectCounter(p));
+      for (api::Protocol p : services::localhostRejectedProtocols()) {
+        auto c = packets->find(services::localhostRejectCounter(p));
         if (c == packets->end()) continue;  // not declared (yet): no series, as upstream
         prometheus::ClientMetric m;
-        m.label = {{"ip_family", kFamilyNames[i]}, {"protocol", protocolLabel(p)}};
+        m.label = {{"ip_family", services::familyWord(familyAt(i))}, {"protocol", protocolLabel(p)}};
         m.counter.value = static_cast<double>(c->second);
         fam.metric.push_back(std::move(m));
       }
@@ -76,7 +77,7 @@ struct LocalhostNodePortMetrics::Series {
   prometheus::Family<prometheus::Counter>& failures;
   std::array<prometheus::Gauge*, 2> listenersOf{};
   std::array<prometheus::Counter*, 2> failuresOf{};
-  std::atomic<unsigned> served{0};  // bit i: kFamilyNames[i], set after its series exist
+  std::atomic<unsigned> served{0};  // bit i: family i, set after its series exist
 };
 
 LocalhostNodePortMetrics::LocalhostNodePortMetrics(ProxyMetrics& metrics, std::string table)
@@ -89,7 +90,7 @@ LocalhostNodePortMetrics::~LocalhostNodePortMetrics() = default;
 void LocalhostNodePortMetrics::serve(nft::Family f) {
   const size_t i = index(f);
   if (s_->listenersOf[i]) return;
-  const prometheus::Labels l{{"ip_family", kFamilyNames[i]}};
+  const prometheus::Labels l{{"ip_family", services::familyWord(familyAt(i))}};
   s_->listenersOf[i] = &s_->listeners.Add(l);
   s_->failuresOf[i] = &s_->failures.Add(l);
   s_->served.fetch_or(1u << i, std::memory_order_release);

@@ -1,8 +1,9 @@
 #include "pkg/metrics/no_local_endpoints.h"
 
 #include "pkg/net/ip.h"
-#include "pkg/render/endpoints.h"
-#include "pkg/render/render.h"
+#include "pkg/services/endpoints.h"
+#include "pkg/services/family.h"
+#include "pkg/services/proxied.h"
 
 namespace kpn::metrics {
 
@@ -18,25 +19,24 @@ bool externallyReachable(const api::Service& svc) {
 bool isZero(const NoLocalEndpoints& n) { return !n.internalV4 && !n.internalV6 && !n.externalV4 && !n.externalV6; }
 }  // namespace
 
-NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const render::NodeConfig& cfg, const std::string& key) {
+NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const services::NodeConfig& cfg,
+                                    const std::string& key) {
   NoLocalEndpoints n;
   auto it = st.services.find(key);
   if (it == st.services.end()) return n;
   const api::Service& svc = *it->second;
-  if (svc.type == "ExternalName" || svc.headless || svc.clusterIPs.empty() || !render::serviceIsProxied(svc, cfg))
+  if (svc.type == "ExternalName" || svc.headless || svc.clusterIPs.empty() || !services::serviceIsProxied(svc, cfg))
     return n;
   const bool internalLocal = svc.internalTrafficPolicy == "Local";
   const bool externalLocal = svc.externalTrafficPolicy == "Local" && externallyReachable(svc);
   if (!internalLocal && !externalLocal) return n;
-  std::vector<const api::EndpointSlice*> slices;
-  if (auto s = st.slicesByService.find(key); s != st.slicesByService.end())
-    for (const auto& [name, slice] : s->second) slices.push_back(slice.get());
+  const std::vector<const api::EndpointSlice*> slices = services::slicesOf(st, key);
   for (const std::string& ip : svc.clusterIPs) {
     auto fam = net::familyOf(ip);
     if (!fam) continue;
     const bool v6 = *fam == net::Family::V6;
     for (const auto& port : svc.ports) {
-      auto sets = render::categorizeEndpoints(port, slices, v6 ? "IPv6" : "IPv4", cfg.nodeName);
+      auto sets = services::categorizeEndpoints(port, slices, services::familyWord(*fam), cfg.nodeName);
       if (sets.cluster.empty() || !sets.local.empty()) continue;
       if (internalLocal) ++(v6 ? n.internalV6 : n.internalV4);
       if (externalLocal) ++(v6 ? n.externalV6 : n.externalV4);
@@ -52,7 +52,7 @@ void NoLocalEndpointsIndex::add(const NoLocalEndpoints& n, int sign) {
   totals_.externalV6 += sign * static_cast<long>(n.externalV6);
 }
 
-void NoLocalEndpointsIndex::update(const state::ClusterState& st, const render::NodeConfig& cfg,
+void NoLocalEndpointsIndex::update(const state::ClusterState& st, const services::NodeConfig& cfg,
                                    const std::set<std::string>* changed) {
   auto refresh = [&](const std::string& key) {
     if (auto old = byService_.find(key); old != byService_.end()) {

@@ -10,18 +10,19 @@
 #include <string>
 
 #include "pkg/metrics/proxy_metrics.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::metrics {
 
 // One service's contribution (also the definition the index sums).
-NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const render::NodeConfig& cfg, const std::string& key);
+NoLocalEndpoints noLocalEndpointsOf(const state::ClusterState& st, const services::NodeConfig& cfg,
+                                    const std::string& key);
 
 class NoLocalEndpointsIndex {
  public:
   // changed: service keys to look at again; nullptr: every service.
-  void update(const state::ClusterState& st, const render::NodeConfig& cfg, const std::set<std::string>* changed);
+  void update(const state::ClusterState& st, const services::NodeConfig& cfg, const std::set<std::string>* changed);
   const NoLocalEndpoints& totals() const { return totals_; }
 
  private:

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "pkg/metrics/process_collector.h"
+#include "pkg/services/family.h"
 
 namespace kpn::metrics {
 
@@ -44,8 +45,7 @@ Histogram::BucketBoundaries programmingBuckets() {
 const Histogram::BucketBoundaries kSyncBuckets = exponential(0.001, 2, 15);
 const Histogram::BucketBoundaries kRestBuckets{0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0};
 
-// The ip_family label of each nft::Family, by its index.
-const char* const kFamilies[] = {"IPv4", "IPv6"};
+// Per-family series, by the family's index (label ip_family: services::familyWord).
 constexpr size_t kFamilyCount = 2;
 size_t index(nft::Family f) { return f == nft::Family::IPv6 ? 1 : 0; }
 
@@ -238,7 +238,7 @@ struct ProxyMetrics::Families {
   // Written on the sync loop's thread, each family's series before its bit in `served`: a
   // reader on another thread that sees the bit (acquire) sees the series.
   std::array<FamilySeries, kFamilyCount> family{};
-  std::atomic<unsigned> served{0};  // bit i: kFamilies[i]
+  std::atomic<unsigned> served{0};  // bit i: family i
   std::optional<double> lastQueuedAt;  // a change queued before the families were known
   template <class F>
   void eachServed(F&& f) {
@@ -273,7 +273,7 @@ void ProxyMetrics::serve(const std::set<nft::Family>& families) {
   for (nft::Family fam : families) {
     const size_t i = index(fam);
     if (mask & (1u << i)) continue;
-    const prometheus::Labels l{{"ip_family", kFamilies[i]}};
+    const prometheus::Labels l{{"ip_family", services::familyWord(fam)}};
     FamilySeries& s = f.family[i];
     s.sync = &f.syncDuration.Add(l, kSyncBuckets);
     s.syncFull = &f.syncFullDuration.Add(l, kSyncBuckets);
@@ -283,8 +283,8 @@ void ProxyMetrics::serve(const std::set<nft::Family>& families) {
     s.last = &f.lastTimestamp.Add(l);
     s.lastQueued = &f.lastQueuedTimestamp.Add(l);
     if (f.lastQueuedAt) s.lastQueued->Set(*f.lastQueuedAt);
-    s.noLocalInternal = &f.noLocal.Add({{"traffic_policy", "internal"}, {"ip_family", kFamilies[i]}});
-    s.noLocalExternal = &f.noLocal.Add({{"traffic_policy", "external"}, {"ip_family", kFamilies[i]}});
+    s.noLocalInternal = &f.noLocal.Add({{"traffic_policy", "internal"}, {"ip_family", services::familyWord(fam)}});
+    s.noLocalExternal = &f.noLocal.Add({{"traffic_policy", "external"}, {"ip_family", services::familyWord(fam)}});
     s.failures = &f.syncFailures.Add(l);
     s.conntrackDeleted = &f.conntrackDeleted.Add(l);
     f.cleanupFailures.Add(l);  // we delete stale chains in the sync's own transaction: stays 0
@@ -365,7 +365,7 @@ void ProxyMetrics::observeRestRequest(const std::string& method, const std::stri
 }
 
 void ProxyMetrics::observeConntrackReconcile(const std::string& family, double secs, size_t deleted) {
-  const size_t i = family == kFamilies[1] ? 1 : 0;
+  const size_t i = family == services::familyWord(nft::Family::IPv6) ? 1 : 0;
   if (!(f_->served.load(std::memory_order_acquire) & (1u << i))) return;
   f_->family[i].conntrack->Observe(secs);
   if (deleted > 0) f_->family[i].conntrackDeleted->Increment(static_cast<double>(deleted));

@@ -5,7 +5,7 @@
 
 #include "pkg/metrics/no_local_endpoints.h"
 #include "pkg/metrics/proxy_metrics.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 #include "pkg/sync/loop.h"
 
@@ -13,7 +13,7 @@ namespace kpn::metrics {
 
 class StateMetricsFollower : public sync::SyncObserver {
  public:
-  StateMetricsFollower(const state::ClusterState& state, const render::NodeConfig& cfg, ProxyMetrics& metrics)
+  StateMetricsFollower(const state::ClusterState& state, const services::NodeConfig& cfg, ProxyMetrics& metrics)
       : state_(state), cfg_(cfg), metrics_(metrics) {}
 
   void synced(const sync::SyncReport& r) override {
@@ -28,7 +28,7 @@ class StateMetricsFollower : public sync::SyncObserver {
 
  private:
   const state::ClusterState& state_;
-  const render::NodeConfig& cfg_;
+  const services::NodeConfig& cfg_;
   ProxyMetrics& metrics_;
   NoLocalEndpointsIndex noLocal_;
 };

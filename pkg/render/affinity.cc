@@ -82,7 +82,7 @@ Chain affinityChain(Family f, const AffinityChain& a) {
   // Reached only when an update failed (the set holds its maximum of entries: the kernel ends
   // that rule): still every endpoint at 1/N, without stickiness, rather than no DNAT at all.
   std::vector<std::pair<std::string, int32_t>> all;
-  for (const EndpointChoice& ep : a.endpoints) all.emplace_back(ep.ip, ep.port);
+  for (const services::EndpointChoice& ep : a.endpoints) all.emplace_back(ep.ip, ep.port);
   rules.push_back(makeRule({proto, st::dnatRandomOf(f, all)}, "the set is full: no entry"));
   return Chain{a.name, std::nullopt, std::move(rules)};
 }

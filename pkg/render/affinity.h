@@ -46,7 +46,7 @@
 
 #include "nft/model.h"
 #include "pkg/api/types.h"
-#include "pkg/render/endpoints.h"
+#include "pkg/services/endpoints.h"
 
 namespace kpn::render {
 
@@ -70,7 +70,7 @@ struct AffinityChain {
   std::vector<uint32_t> scope;  // affinityScope
   int32_t port = 0;  // the service port
   uint32_t seconds = 0;
-  std::vector<EndpointChoice> endpoints;  // in slot order
+  std::vector<services::EndpointChoice> endpoints;  // in slot order
 };
 nft::Chain affinityChain(nft::Family f, const AffinityChain& a);
 

@@ -27,7 +27,7 @@ std::string firewallChainName(const api::Service& svc) { return "firewall-" + sv
 
 Family toNftFamily(net::Family f) { return f == net::Family::V4 ? Family::IPv4 : Family::IPv6; }
 
-std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
+std::vector<SetDecl> tableDeclarations(Family f, const services::NodeConfig& cfg) {
   std::string addr = addrTypeName(f);
   std::vector<SetDecl> decls = {
       {kClusterIPs, {addr}, "", ""},
@@ -49,7 +49,7 @@ std::vector<SetDecl> tableDeclarations(Family f, const NodeConfig& cfg) {
   return decls;
 }
 
-PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment& env) {
+PartPtr renderBasePart(Family f, const services::NodeConfig& cfg, const services::FamilyEnvironment& env) {
   auto part = std::make_shared<Part>();
   const uint32_t mark = cfg.masqueradeMark;
   std::vector<Rule> services;
@@ -59,7 +59,7 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
   } else if (!env.localKind.empty()) {
     services.push_back(makeRule({st::matchSet(daddr(f), kClusterIPs), localTrafficMatch(f, env, true),
                                  st::markSet(ex::bitOr(ex::meta("mark"), mark))},
-                                cfg.detectLocal == LocalDetectMode::ClusterCIDR
+                                cfg.detectLocal == services::LocalDetectMode::ClusterCIDR
                                     ? "masquerade ClusterIP traffic from outside the cluster CIDR"
                                     : "masquerade ClusterIP traffic not from a local pod"));
   }
@@ -163,6 +163,16 @@ PartPtr renderBasePart(Family f, const NodeConfig& cfg, const FamilyEnvironment&
   if (auto reject = localhostRejectChain(f, cfg)) part->chains.push_back(std::move(*reject));
   nft::shrinkToFit(*part);
   return part;
+}
+
+Stmt localTrafficMatch(Family f, const services::FamilyEnvironment& env, bool negate) {
+  const char* op = negate ? "!=" : "==";
+  if (env.localKind == "iifname") {
+    // A trailing "*" is nft's interface-name wildcard ("veth*").
+    return st::match(ex::meta("iifname"), op, ex::interfaceName(env.localValue));
+  }
+  auto c = net::parseCidr(env.localValue);
+  return st::match(ex::payload(familyName(f), "saddr"), op, ex::prefix(c->address, c->prefixLen));
 }
 
 }  // namespace kpn::render

@@ -25,8 +25,8 @@
 
 #include "nft/model.h"
 #include "pkg/api/types.h"
-#include "pkg/render/environment.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/environment.h"
+#include "pkg/services/node_config.h"
 
 namespace kpn::render {
 
@@ -57,8 +57,12 @@ std::string firewallChainName(const api::Service& svc);
 nft::Family toNftFamily(net::Family f);
 
 // Declarations of one family's table (typeof maps included).
-std::vector<nft::SetDecl> tableDeclarations(nft::Family f, const NodeConfig& cfg);
+std::vector<nft::SetDecl> tableDeclarations(nft::Family f, const services::NodeConfig& cfg);
 // Base chains and their rules, and the nodeport-ips elements.
-nft::PartPtr renderBasePart(nft::Family f, const NodeConfig& cfg, const FamilyEnvironment& env);
+nft::PartPtr renderBasePart(nft::Family f, const services::NodeConfig& cfg, const services::FamilyEnvironment& env);
+
+// The detector as a match statement: "from a local pod" (negate=false) or "not from one".
+// Only valid when env.localKind is not empty.
+nft::Stmt localTrafficMatch(nft::Family f, const services::FamilyEnvironment& env, bool negate);
 
 }  // namespace kpn::render

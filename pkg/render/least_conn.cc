@@ -27,9 +27,10 @@ std::vector<std::string> leastConnSlots(const EndpointOrder& order, const std::v
     for (const std::string& v : *chosen) ++times[v];
     for (const std::string& v : order)
       if (auto t = times.find(v); t != times.end())
-        for (size_t i = 0; i < t->second && slots.size() < kLeastConnSlots; ++i) slots.push_back(v);
+        for (size_t i = 0; i < t->second && slots.size() < services::kLeastConnSlots; ++i) slots.push_back(v);
   }
-  if (slots.empty()) slots.assign(order.begin(), order.begin() + static_cast<long>(std::min(order.size(), kLeastConnSlots)));
+  if (slots.empty())
+    slots.assign(order.begin(), order.begin() + static_cast<long>(std::min(order.size(), services::kLeastConnSlots)));
   return slots;
 }
 

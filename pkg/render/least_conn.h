@@ -19,46 +19,12 @@
 #include "pkg/api/types.h"
 #include "pkg/render/backend_order.h"
 #include "pkg/render/pick_chains.h"
+#include "pkg/services/least_conn_ports.h"
 
 namespace kpn::render {
 
-// At most this many slots: the counts the shared pick rules have. A tie among more endpoints is
-// written as a random sample of it (the counter draws it).
-inline constexpr size_t kLeastConnSlots = kPooledCounts;
-
-struct LeastConnEndpoint {
-  std::string ip;  // canonical text
-  int32_t port = 0;
-  std::string value;  // the element value JSON ("ip . port"), as the slots and choices name it
-  bool operator==(const LeastConnEndpoint& o) const { return ip == o.ip && port == o.port && value == o.value; }
-};
-
-// An endpoint set that chooses (BackendOrders' owner: "ip all/tcp/http", "ip6 local/udp/53"):
-// its endpoints' values.
-struct LeastConnSet {
-  std::string owner;
-  std::vector<std::string> values;
-  bool operator==(const LeastConnSet& o) const { return owner == o.owner && values == o.values; }
-};
-
-// What the counter needs of one least-connection service port in one family: the frontends its
-// connections come in by, the endpoints they may reach, and the endpoint sets that choose.
-struct LeastConnPort {
-  std::string serviceKey;  // ns/name
-  std::string portName;    // the port's name, or its number
-  nft::Family family = nft::Family::IPv4;
-  api::Protocol protocol = api::Protocol::TCP;
-  int32_t port = 0;                       // the service port
-  std::vector<std::string> frontendIps;   // ClusterIP, LoadBalancer and external IPs this service holds
-  std::optional<int32_t> nodePort;        // held by this service
-  std::vector<LeastConnEndpoint> endpoints;  // every endpoint of its sets, once
-  std::vector<LeastConnSet> sets;            // sets of two or more endpoints
-  bool operator==(const LeastConnPort& o) const {
-    return serviceKey == o.serviceKey && portName == o.portName && family == o.family && protocol == o.protocol &&
-           port == o.port && frontendIps == o.frontendIps && nodePort == o.nodePort && endpoints == o.endpoints &&
-           sets == o.sets;
-  }
-};
+// The counter's slots (services::kLeastConnSlots) are the counts the shared pick rules have.
+static_assert(services::kLeastConnSlots == kPooledCounts, "a least-connection tie fills the pooled counts");
 
 // The current choices: service -> owner -> the values the slots name.
 class LeastConnChoices {

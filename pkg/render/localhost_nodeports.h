@@ -22,7 +22,8 @@
 #include "nft/model.h"
 #include "pkg/api/types.h"
 #include "pkg/net/ip.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/localhost_reject_counters.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::render {
@@ -31,24 +32,19 @@ namespace kpn::render {
 inline const char* kLocalhostNodePorts = "localhost-nodeports";
 inline const char* kLocalhostRejectChain = "localhost-nodeport-reject";
 
-// "localhost-nodeport-rejected-udp" / "-sctp": the named counter of a protocol's rejects.
-std::string localhostRejectCounter(api::Protocol proto);
-// The protocols that have one (TCP is answered by the listeners).
-std::vector<api::Protocol> localhostRejectedProtocols();
-
 // The family's loopback address the listeners bind, and the destinations the reject rule matches
 // (the whole 127.0.0.0/8, as `localhost`; ::1).
 const char* loopbackAddress(net::Family f);
 
 // What a family's table declares for it: the set and the counters (none when it is off).
-std::vector<nft::SetDecl> localhostDeclarations(nft::Family f, const NodeConfig& cfg);
-std::vector<std::string> localhostCounters(nft::Family f, const NodeConfig& cfg);
+std::vector<nft::SetDecl> localhostDeclarations(nft::Family f, const services::NodeConfig& cfg);
+std::vector<std::string> localhostCounters(nft::Family f, const services::NodeConfig& cfg);
 // The filter-input rule that sends loopback packets to a UDP/SCTP NodePort to the reject chain,
 // and that chain; nullopt when the family has no localhost NodePorts.
-std::optional<nft::Rule> localhostRejectJump(nft::Family f, const NodeConfig& cfg);
-std::optional<nft::Chain> localhostRejectChain(nft::Family f, const NodeConfig& cfg);
+std::optional<nft::Rule> localhostRejectJump(nft::Family f, const services::NodeConfig& cfg);
+std::optional<nft::Chain> localhostRejectChain(nft::Family f, const services::NodeConfig& cfg);
 // The element of one UDP or SCTP nodePort (nullopt for TCP, or when the family has it off).
-std::optional<nft::Element> localhostRejectElement(nft::Family f, const NodeConfig& cfg, api::Protocol proto,
+std::optional<nft::Element> localhostRejectElement(nft::Family f, const services::NodeConfig& cfg, api::Protocol proto,
                                                    int32_t nodePort, const std::string& comment);
 
 // One TCP NodePort's listener: the endpoints it forwards to (canonical address, port).
@@ -66,7 +62,7 @@ struct LocalhostNodePort {
 // only, and no listener without any (connections are refused, no fallback to other nodes). Two
 // services with one nodePort: the older keeps it, as in the table (DestinationClaims' rank).
 // Empty when f has no localhost NodePorts.
-std::map<int32_t, LocalhostNodePort> localhostNodePorts(const state::ClusterState& st, const NodeConfig& cfg,
+std::map<int32_t, LocalhostNodePort> localhostNodePorts(const state::ClusterState& st, const services::NodeConfig& cfg,
                                                         net::Family f, const std::string& zone = "");
 
 }  // namespace kpn::render

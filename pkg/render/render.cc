@@ -6,6 +6,8 @@
 #include "pkg/render/layout.h"
 #include "pkg/render/localhost_nodeports.h"
 #include "pkg/render/slot_adoption.h"
+#include "pkg/services/endpoints.h"
+#include "pkg/services/proxied.h"
 
 namespace kpn::render {
 
@@ -48,7 +50,7 @@ void Renderer::usePicks(size_t family, const std::string& key, std::vector<Pick>
   if (!picks.empty()) byService.emplace(key, std::move(picks));
 }
 
-Renderer::Renderer(NodeConfig cfg) : cfg_(std::move(cfg)) {}
+Renderer::Renderer(services::NodeConfig cfg) : cfg_(std::move(cfg)) {}
 
 Ruleset Renderer::skeleton() const {
   Ruleset rs;
@@ -57,7 +59,7 @@ Ruleset Renderer::skeleton() const {
 }
 
 const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<std::string>* changed) {
-  Environment env = deriveEnvironment(cfg_, st.node.get(), st.serviceCIDRs, host_);
+  services::Environment env = services::deriveEnvironment(cfg_, st.node.get(), st.serviceCIDRs, host_);
   const bool envChanged = !haveEnv_ || !(env == env_);
   const bool servicesSeeIt = !haveEnv_ || !env.sameForServices(env_);
   if (envChanged)
@@ -82,7 +84,7 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
 
   auto proxied = [&](const std::string& key) -> const api::Service* {
     auto it = st.services.find(key);
-    return it != st.services.end() && serviceIsProxied(*it->second, cfg_) ? it->second.get() : nullptr;
+    return it != st.services.end() && services::serviceIsProxied(*it->second, cfg_) ? it->second.get() : nullptr;
   };
 
   // Contested destinations first: a change may hand a nodePort or an external IP to another
@@ -108,20 +110,16 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
   for (const std::string& key : keys) {
     if (incremental) touched_.insert(ownerOf(key));
     const api::Service* svc = proxied(key);
-    std::vector<const api::EndpointSlice*> slices;
-    if (svc) {
-      auto sl = st.slicesByService.find(key);
-      if (sl != st.slicesByService.end())
-        for (const auto& [name, slice] : sl->second) slices.push_back(slice.get());
-    }
+    const std::vector<const api::EndpointSlice*> slices =
+        svc ? services::slicesOf(st, key) : std::vector<const api::EndpointSlice*>{};
     std::vector<std::string> placed;
-    std::vector<LeastConnPort> leastConn;
+    std::vector<services::LeastConnPort> leastConn;
     for (size_t f = 0; f < last_.tables.size(); ++f) {
       Table& t = last_.tables[f];
       ServicePart sp;
       if (svc) sp = renderServicePart(*svc, slices, cfg_, t.family, orders_, env_.of(t.family), &claims_, &choices_);
       placed.insert(placed.end(), sp.orderOwners.begin(), sp.orderOwners.end());
-      for (LeastConnPort& lc : sp.leastConn) leastConn.push_back(std::move(lc));
+      for (services::LeastConnPort& lc : sp.leastConn) leastConn.push_back(std::move(lc));
       // What a restart found stays the choice until the counts make one (no render needed).
       for (auto& [owner, values] : sp.adoptedChoices) choices_.set(key, owner, std::move(values));
       usePicks(f, key, std::move(sp.picks));
@@ -162,7 +160,7 @@ bool Renderer::choose(const std::string& serviceKey, const std::string& owner, s
   return true;
 }
 
-void Renderer::noteLeastConn(const std::string& key, std::vector<LeastConnPort> ports) {
+void Renderer::noteLeastConn(const std::string& key, std::vector<services::LeastConnPort> ports) {
   auto it = leastConn_.find(key);
   if (ports.empty()) {
     choices_.erase(key);

@@ -12,18 +12,18 @@
 #include "nft/listing.h"
 #include "nft/model.h"
 #include "pkg/render/backend_order.h"
-#include "pkg/render/claims.h"
-#include "pkg/render/environment.h"
 #include "pkg/render/least_conn.h"
-#include "pkg/render/node_config.h"
 #include "pkg/render/service_part.h"
+#include "pkg/services/claims.h"
+#include "pkg/services/environment.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::render {
 
-class Renderer {
+class Renderer : public services::LeastConnTarget {
  public:
-  explicit Renderer(NodeConfig cfg);
+  explicit Renderer(services::NodeConfig cfg);
 
   // Renders everything. With `changed` (service keys), services outside it reuse their previous
   // parts; without it, every service is rendered again. The Node object, the ServiceCIDRs and the
@@ -41,20 +41,22 @@ class Renderer {
 
   // Least connection (least_conn.h): the endpoints an endpoint set's slots name from now on. True
   // when that differs from before: the service is rendered again by the next render, changed or not.
-  bool choose(const std::string& serviceKey, const std::string& owner, std::vector<std::string> values);
+  bool choose(const std::string& serviceKey, const std::string& owner, std::vector<std::string> values) override;
   // Services with a new choice that no render has taken yet.
   bool hasChoices() const { return !chosen_.empty(); }
   // The least-connection ports of the last render, by service, and a number that grows whenever
   // they change (what the connection counter watches).
-  const std::map<std::string, std::vector<LeastConnPort>>& leastConnPorts() const { return leastConn_; }
-  uint64_t leastConnVersion() const { return leastConnVersion_; }
+  const std::map<std::string, std::vector<services::LeastConnPort>>& leastConnPorts() const override {
+    return leastConn_;
+  }
+  uint64_t leastConnVersion() const override { return leastConnVersion_; }
 
   // This namespace's addresses (NodePort addresses, the node IP without a Node object); call
   // before render. Cheap to call every sync: an unchanged value changes nothing.
   void setHostAddresses(net::HostAddresses host) { host_ = std::move(host); }
 
-  const NodeConfig& config() const { return cfg_; }
-  const Environment& environment() const { return env_; }
+  const services::NodeConfig& config() const { return cfg_; }
+  const services::Environment& environment() const { return env_; }
   const BackendOrders& slots() const { return orders_; }
   void setSlots(BackendOrders s) { orders_ = std::move(s); }
   // The declarations-only ruleset (no parts): what the start-up native transaction needs.
@@ -65,12 +67,12 @@ class Renderer {
   const std::set<std::string>* touchedOwners() const { return lastWasIncremental_ ? &touched_ : nullptr; }
 
  private:
-  NodeConfig cfg_;
+  services::NodeConfig cfg_;
   BackendOrders orders_;
   net::HostAddresses host_;
-  Environment env_;
+  services::Environment env_;
   bool haveEnv_ = false;
-  DestinationClaims claims_;
+  services::DestinationClaims claims_;
   nft::Ruleset last_;  // the previous render, one table per family
   std::set<std::string> touched_;
   // The pick chains each service's Parts use, per family, and how many services use each.
@@ -79,10 +81,10 @@ class Renderer {
   PickLayout declaredPicks_[2];  // the pools and pick chains the last render declared (pick_chains.h)
   LeastConnChoices choices_;
   std::set<std::string> chosen_;  // services whose choice changed since their last render
-  std::map<std::string, std::vector<LeastConnPort>> leastConn_;
+  std::map<std::string, std::vector<services::LeastConnPort>> leastConn_;
   uint64_t leastConnVersion_ = 0;
   void usePicks(size_t family, const std::string& key, std::vector<Pick> picks);
-  void noteLeastConn(const std::string& key, std::vector<LeastConnPort> ports);
+  void noteLeastConn(const std::string& key, std::vector<services::LeastConnPort> ports);
   bool lastWasIncremental_ = false;
 };
 

@@ -54,10 +54,11 @@ void roundRobinTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::
 }
 
 // The endpoints of `order` (slot order) as the endpoint set holds them.
-std::vector<EndpointChoice> inSlotOrder(const EndpointOrder& order, const std::vector<EndpointChoice>& set) {
-  std::map<std::string, const EndpointChoice*> byValue;
-  for (const EndpointChoice& ep : set) byValue[ex::concat({ex::addr(ep.ip), ex::number(ep.port)}).json] = &ep;
-  std::vector<EndpointChoice> out;
+std::vector<services::EndpointChoice> inSlotOrder(const EndpointOrder& order,
+                                                  const std::vector<services::EndpointChoice>& set) {
+  std::map<std::string, const services::EndpointChoice*> byValue;
+  for (const services::EndpointChoice& ep : set) byValue[ex::concat({ex::addr(ep.ip), ex::number(ep.port)}).json] = &ep;
+  std::vector<services::EndpointChoice> out;
   for (const std::string& value : order) out.push_back(*byValue.at(value));
   return out;
 }
@@ -101,7 +102,7 @@ void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::ve
       b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, p.comment));
   }
   if (p.affinitySeconds) return affinityTo(b, p, space, dispatchKey, dispatchMap, order);
-  if (p.scheduler == Scheduler::RoundRobin && order.size() > 1)
+  if (p.scheduler == services::Scheduler::RoundRobin && order.size() > 1)
     return roundRobinTo(b, p, space, dest, dispatchKey, dispatchMap, static_cast<uint32_t>(order.size()));
   b.picks.insert(pick);
   if (!pick.counted()) {
@@ -117,10 +118,10 @@ void verdictFor(PartBuilder& b, const PortPlan& p, const std::string& map, const
   b.part.elements.push_back(mapElement(map, key, verdict, p.comment));
 }
 
-void addHairpins(PartBuilder& b, const std::vector<EndpointChoice>& eps) {
+void addHairpins(PartBuilder& b, const std::vector<services::EndpointChoice>& eps) {
   // Only an endpoint whose own traffic passes this node can hairpin here: a remote endpoint's
   // pair would be dead weight (100k of the 240k operations of a 10k x 10 cold sync).
-  for (const EndpointChoice& ep : eps)
+  for (const services::EndpointChoice& ep : eps)
     if (ep.hairpinHere && b.hairpins.insert(ep.ip).second)
       b.part.elements.push_back(setElement(kHairpin, ex::concat({ex::addr(ep.ip), ex::addr(ep.ip)})));
 }

@@ -11,19 +11,12 @@
 #include "pkg/render/comments.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/service_paths.h"
+#include "pkg/services/family.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::render {
 
 using namespace kpn::nft;
-
-bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg) {
-  if (svc.headless || svc.type == "ExternalName") return false;
-  // Any value of the label (the empty one too) hands the service to another proxy, as upstream's
-  // label selector does; the sources filter these out already.
-  if (svc.meta.labels.count("service.kubernetes.io/service-proxy-name")) return false;
-  return !svc.clusterIPs.empty();
-}
 
 std::string orderOwner(Family f, bool local, const std::string& proto, const std::string& portKey) {
   return std::string(familyName(f)) + (local ? " local/" : " all/") + proto + "/" + portKey;
@@ -37,14 +30,12 @@ uint32_t affinitySeconds(const api::Service& svc) {
 
 namespace {
 
-const char* addressTypeOf(Family f) { return f == Family::IPv4 ? "IPv4" : "IPv6"; }
-
 bool inFamily(const std::string& ip, Family family) {
   auto f = net::familyOf(ip);
   return f && toNftFamily(*f) == family;
 }
 
-std::vector<std::string> valuesOf(const std::vector<EndpointChoice>& eps) {
+std::vector<std::string> valuesOf(const std::vector<services::EndpointChoice>& eps) {
   std::vector<std::string> out;
   out.reserve(eps.size());
   for (const auto& ep : eps) out.push_back(ex::concat({ex::addr(ep.ip), ex::number(ep.port)}).json);
@@ -54,8 +45,8 @@ std::vector<std::string> valuesOf(const std::vector<EndpointChoice>& eps) {
 }  // namespace
 
 ServicePart renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
-                              const NodeConfig& cfg, Family family, BackendOrders& orders,
-                              const FamilyEnvironment& env, const DestinationClaims* claims,
+                              const services::NodeConfig& cfg, Family family, BackendOrders& orders,
+                              const services::FamilyEnvironment& env, const services::DestinationClaims* claims,
                               const LeastConnChoices* choices) {
   ServicePart out;
   ServiceContext s{svc, cfg, family, env, state::serviceKey(svc.meta.ns, svc.meta.name), "", false, false, {}, {}, false};
@@ -67,7 +58,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
   if (s.clusterIP.empty()) return out;  // as upstream: a family without a ClusterIP has no service
   s.externalLocal = svc.externalTrafficPolicy == "Local";
   s.internalLocal = svc.internalTrafficPolicy == "Local";
-  for (const auto& ip : loadBalancerVIPs(svc))
+  for (const auto& ip : services::loadBalancerVIPs(svc))
     if (inFamily(ip, family)) s.externalAddrs.emplace_back(ip, true);
   for (const auto& ip : svc.externalIPs)
     if (inFamily(ip, family)) s.externalAddrs.emplace_back(ip, false);
@@ -91,15 +82,16 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
   PartBuilder b;
   b.family = family;
   std::string schedulerWarning;
-  const Scheduler scheduler = serviceScheduler(svc, cfg.scheduler, &schedulerWarning);
+  const services::Scheduler scheduler = services::serviceScheduler(svc, cfg.scheduler, &schedulerWarning);
   if (!schedulerWarning.empty() && firstFamily) LOG(WARNING) << "Service " << s.key << ": " << schedulerWarning;
   b.part.elements.push_back(setElement(kClusterIPs, ex::addr(s.clusterIP), serviceComment(svc)));
   std::set<std::string> seen;
   for (const api::ServicePort& sp : svc.ports) {
     const char* proto = api::protocolName(sp.protocol);
-    const std::string clusterDest = ipDestination(s.clusterIP, sp.protocol, sp.port);
+    const std::string clusterDest = services::ipDestination(s.clusterIP, sp.protocol, sp.port);
     if (!seen.insert(clusterDest).second) continue;  // a duplicate port: the API would have refused it
-    PortPlan p{sp, servicePortComment(svc, sp), categorizeEndpoints(sp, slices, addressTypeOf(family), cfg.nodeName, env.zone)};
+    PortPlan p{sp, servicePortComment(svc, sp),
+               services::categorizeEndpoints(sp, slices, services::familyWord(family), cfg.nodeName, env.zone)};
     p.affinitySeconds = affinitySeconds(svc);
     p.scheduler = scheduler;
     p.chainKey = s.key + "/" + proto + "/" + portKey(sp);
@@ -107,7 +99,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     p.ownsClusterIP = owns(clusterDest);
     if (!p.ownsClusterIP) lost("ClusterIP port " + std::string(proto) + "/" + std::to_string(sp.port), clusterDest);
     for (const auto& [ip, isVIP] : s.externalAddrs) {
-      std::string dest = ipDestination(ip, sp.protocol, sp.port);
+      std::string dest = services::ipDestination(ip, sp.protocol, sp.port);
       if (!seen.insert(dest).second) continue;
       if (owns(dest)) p.externalAddrs.emplace_back(ip, isVIP);
       else
@@ -115,8 +107,8 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
                  std::to_string(sp.port),
              dest);
     }
-    if (sp.nodePort > 0 && seen.insert(nodePortDestination(sp.protocol, sp.nodePort)).second) {
-      std::string dest = nodePortDestination(sp.protocol, sp.nodePort);
+    if (sp.nodePort > 0 && seen.insert(services::nodePortDestination(sp.protocol, sp.nodePort)).second) {
+      std::string dest = services::nodePortDestination(sp.protocol, sp.nodePort);
       if (owns(dest)) p.nodePort = sp.nodePort;
       else if (firstFamily) lost(std::string("nodePort ") + proto + "/" + std::to_string(sp.nodePort), dest);
     }
@@ -136,16 +128,16 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
       localFrom.push_back(destinationId(family, KeySpace::LocalNodePort, sp.protocol, nodePortSlotPrefix(*p.nodePort)));
     }
     // Source hash keeps a lookup table per endpoint set, beside its order (source_hash_table.h).
-    const bool hashed = scheduler == Scheduler::SourceHash && !p.affinitySeconds;
-    auto placeTable = [&](const std::string& owner, const std::vector<EndpointChoice>& eps,
+    const bool hashed = scheduler == services::Scheduler::SourceHash && !p.affinitySeconds;
+    auto placeTable = [&](const std::string& owner, const std::vector<services::EndpointChoice>& eps,
                           const std::vector<std::string>& from) -> const HashTable* {
       if (!hashed || eps.size() < 2) return nullptr;
       out.orderOwners.push_back(BackendOrders::tableOwner(owner));
       return &orders.placeTable(s.key, owner, valuesOf(eps), from);
     };
     // Least connection: the sets' choices, and what the counter needs to know of the port.
-    p.leastConn = scheduler == Scheduler::LeastConnection && !p.affinitySeconds;
-    LeastConnPort lc;
+    p.leastConn = scheduler == services::Scheduler::LeastConnection && !p.affinitySeconds;
+    services::LeastConnPort lc;
     // Before the first choice after a restart, the slots the kernel holds are the choice.
     auto chooses = [&](const std::string& owner, const EndpointOrder& order,
                        const std::vector<std::string>& from) -> const std::vector<std::string>* {
@@ -180,7 +172,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
       for (const auto& [ip, isVIP] : p.externalAddrs) lc.frontendIps.push_back(ip);
       std::set<std::string> known;
       for (const auto* eps : {&p.eps.cluster, &p.eps.local})
-        for (const EndpointChoice& ep : *eps) {
+        for (const services::EndpointChoice& ep : *eps) {
           std::string value = ex::concat({ex::addr(ep.ip), ex::number(ep.port)}).json;
           if (known.insert(value).second) lc.endpoints.push_back({ep.ip, ep.port, value});
         }

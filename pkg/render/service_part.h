@@ -13,16 +13,14 @@
 
 #include "nft/model.h"
 #include "pkg/render/backend_order.h"
-#include "pkg/render/claims.h"
-#include "pkg/render/environment.h"
 #include "pkg/render/least_conn.h"
-#include "pkg/render/node_config.h"
 #include "pkg/render/pick_chains.h"
+#include "pkg/services/claims.h"
+#include "pkg/services/environment.h"
+#include "pkg/services/node_config.h"
 
 namespace kpn::render {
 
-// Services that get no rules: headless, ExternalName, or handled by another proxy.
-bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg);
 // ClientIP affinity's timeout (the API bounds it to 1..86400 s, default 10800 s); 0 for none.
 uint32_t affinitySeconds(const api::Service& svc);
 
@@ -30,7 +28,7 @@ struct ServicePart {
   nft::PartPtr part;                     // null: nothing in this family
   std::vector<Pick> picks;               // the shared picks its destinations use (pick_chains.h)
   std::vector<std::string> orderOwners;  // the endpoint orders it placed (BackendOrders owners)
-  std::vector<LeastConnPort> leastConn;  // its least-connection ports (least_conn.h)
+  std::vector<services::LeastConnPort> leastConn;  // its least-connection ports (least_conn.h)
   // Sets that had no choice and took the slots start-up listed as theirs: owner -> values.
   std::vector<std::pair<std::string, std::vector<std::string>>> adoptedChoices;
 };
@@ -39,8 +37,9 @@ struct ServicePart {
 // destinations (null: this service holds all); `choices`: the least-connection choices (null: none
 // yet, every least-connection destination names its first endpoints).
 ServicePart renderServicePart(const api::Service& svc, const std::vector<const api::EndpointSlice*>& slices,
-                              const NodeConfig& cfg, nft::Family family, BackendOrders& orders,
-                              const FamilyEnvironment& env = {}, const DestinationClaims* claims = nullptr,
+                              const services::NodeConfig& cfg, nft::Family family, BackendOrders& orders,
+                              const services::FamilyEnvironment& env = {},
+                              const services::DestinationClaims* claims = nullptr,
                               const LeastConnChoices* choices = nullptr);
 
 // "<family> all/<proto>/<port>" or "<family> local/<proto>/<port>": a service's endpoint set.

@@ -10,20 +10,20 @@
 #include "nft/model.h"
 #include "pkg/net/ip.h"
 #include "pkg/render/backend_order.h"
-#include "pkg/render/claims.h"
-#include "pkg/render/endpoints.h"
-#include "pkg/render/environment.h"
 #include "pkg/render/least_conn.h"
-#include "pkg/render/node_config.h"
 #include "pkg/render/pick_chains.h"
+#include "pkg/services/claims.h"
+#include "pkg/services/endpoints.h"
+#include "pkg/services/environment.h"
+#include "pkg/services/node_config.h"
 
 namespace kpn::render {
 
 struct ServiceContext {
   const api::Service& svc;
-  const NodeConfig& cfg;
+  const services::NodeConfig& cfg;
   nft::Family family;
-  const FamilyEnvironment& env;
+  const services::FamilyEnvironment& env;
   std::string key;        // ns/name
   std::string clusterIP;  // this family's
   bool externalLocal = false, internalLocal = false;
@@ -36,7 +36,7 @@ struct ServiceContext {
 struct PortPlan {
   const api::ServicePort& sp;
   std::string comment;
-  EndpointSets eps;
+  services::EndpointSets eps;
   bool ownsClusterIP = false;
   std::vector<std::pair<std::string, bool>> externalAddrs;  // the ones this service holds
   std::optional<int32_t> nodePort;                           // held by this service
@@ -52,7 +52,7 @@ struct PortPlan {
   const std::vector<std::string>* localChosen = nullptr;
   uint32_t affinitySeconds = 0;  // ClientIP session affinity (0: none), for every path of the port
   std::vector<uint32_t> affinityScope;  // its entries' scope: the ClusterIP of this family (affinity.h)
-  Scheduler scheduler = Scheduler::Random;  // the first pick (affinity keeps it random: affinity.h)
+  services::Scheduler scheduler = services::Scheduler::Random;  // the first pick (affinity keeps it random: affinity.h)
   std::string chainKey;  // "ns/name/proto/port": names this port's round-robin chains
   bool hasEndpoints() const { return !eps.cluster.empty() || !eps.local.empty(); }
   bool external() const { return !externalAddrs.empty() || nodePort.has_value(); }
@@ -85,7 +85,7 @@ void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::ve
 void verdictFor(PartBuilder& b, const PortPlan& p, const std::string& map, const nft::Expr& key,
                 const nft::Expr& verdict);
 // Hairpin pairs for the endpoints of `eps` that can reach themselves through this node.
-void addHairpins(PartBuilder& b, const std::vector<EndpointChoice>& eps);
+void addHairpins(PartBuilder& b, const std::vector<services::EndpointChoice>& eps);
 
 // The traffic paths.
 void addClusterIPPath(PartBuilder& b, const ServiceContext& s, const PortPlan& p);

@@ -50,8 +50,8 @@ ApiSource::ApiSource(std::unique_ptr<kube::Transport> transport, std::string nod
         *transport_, std::move(spec),
         [this, r](std::vector<kube::Delta>&& d, bool listed) { enqueue(r, std::move(d), listed); }, opts);
   };
-  make(kServices, {"Service", "/api/v1/services", kProxyLabelSelector, ""});
-  make(kSlices, {"EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices", kProxyLabelSelector, ""});
+  make(kServices, {"Service", "/api/v1/services", services::kProxyLabelSelector, ""});
+  make(kSlices, {"EndpointSlice", "/apis/discovery.k8s.io/v1/endpointslices", services::kProxyLabelSelector, ""});
   make(kNode, {"Node", "/api/v1/nodes", "", "metadata.name=" + nodeName_});
   make(kServiceCIDRs, {"ServiceCIDR", "/apis/networking.k8s.io/v1/servicecidrs", "", "", /*optional=*/true});
 }
@@ -202,7 +202,7 @@ ExcludedLookup ApiSource::lookupExcluded(const std::string& ns, const std::strin
   for (auto& item : page.items)
     if (item.error.empty() && item.key == ns + "/" + name) {
       const auto& svc = std::get<state::ServicePtr>(item.object);
-      if (excludedByProxySelector(svc->meta)) out.service = *svc;
+      if (services::excludedByProxySelector(svc->meta)) out.service = *svc;
     }
   return out;
 }

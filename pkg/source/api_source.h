@@ -21,7 +21,7 @@
 
 #include "pkg/kube/reflector.h"
 #include "pkg/kube/transport.h"
-#include "pkg/source/proxy_selector.h"
+#include "pkg/services/proxied.h"
 #include "pkg/source/source.h"
 #include "pkg/source/unique_fd.h"
 #include "pkg/state/cluster_state.h"

@@ -17,7 +17,7 @@
 #include <system_error>
 
 #include "pkg/api/skip_report.h"
-#include "pkg/source/proxy_selector.h"
+#include "pkg/services/proxied.h"
 
 namespace kpn::source {
 namespace {
@@ -210,7 +210,7 @@ bool ManifestDir::reload(const std::string& name) {
   objs.slices.erase(unlabelled, objs.slices.end());
   // What the API source's label selector leaves out is left out here too.
   auto notOurs = [&](const char* kind, const api::ObjectMeta& meta) {
-    if (!excludedByProxySelector(meta)) return false;
+    if (!services::excludedByProxySelector(meta)) return false;
     VLOG(2) << "manifests: " << name << ": " << kind << " " << meta.ns << "/" << meta.name
             << " is labelled for another proxy or as headless; not ours";
     return true;
@@ -247,7 +247,8 @@ ExcludedLookup ManifestDir::lookupExcluded(const std::string& ns, const std::str
     api::DecodedObjects objs;
     if (!api::decodeManifest(text, endsWith(file, ".json"), objs, &syntaxError)) continue;
     for (auto& svc : objs.services)
-      if (svc.meta.ns == ns && svc.meta.name == name && excludedByProxySelector(svc.meta)) out.service = std::move(svc);
+      if (svc.meta.ns == ns && svc.meta.name == name && services::excludedByProxySelector(svc.meta))
+        out.service = std::move(svc);
   }
   return out;
 }

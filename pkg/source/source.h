@@ -20,7 +20,7 @@ struct ResourceState {
   std::string lastError;  // "" while its last request succeeded
 };
 
-// A Service asked for by name outside the source's selector (pkg/source/proxy_selector.h).
+// A Service asked for by name outside the source's selector (pkg/services/proxied.h).
 struct ExcludedLookup {
   bool asked = false;  // false: the source could not look (error says why)
   std::string error;

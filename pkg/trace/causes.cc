@@ -4,8 +4,9 @@
 #include <set>
 
 #include "pkg/net/ip.h"
-#include "pkg/render/endpoints.h"
-#include "pkg/source/proxy_selector.h"
+#include "pkg/services/endpoints.h"
+#include "pkg/services/family.h"
+#include "pkg/services/proxied.h"
 
 namespace kpn::trace {
 
@@ -70,22 +71,20 @@ EndpointCounts countEndpoints(const api::ServicePort& sp, const std::vector<cons
     ++n.slices;
     if (s->addressType != addressType) continue;
     ++n.slicesOfFamily;
-    bool match = false;
     for (const auto& p : s->ports) {
       std::string proto = api::protocolName(p.protocol);
       offered.insert((p.name.empty() ? "(unnamed)" : p.name) + " " + (p.port ? std::to_string(*p.port) : "-") + "/" + proto);
-      match = match || (p.name == sp.name && p.protocol == sp.protocol && p.port);
     }
-    if (!match) continue;
+    if (!services::slicePortFor(*s, sp)) continue;
     ++n.portMatches;
     for (const auto& ep : s->endpoints) {
       if (ep.addresses.empty()) continue;
       ++n.total;
-      if (ep.conditions.isReady()) {
+      if (services::takesNewConnections(ep.conditions)) {
         ++n.ready;
         n.readyNodes.insert(ep.nodeName.empty() ? "(no node)" : ep.nodeName);
         if (!nodeName.empty() && ep.nodeName == nodeName) ++n.readyLocal;
-      } else if (ep.conditions.isServing() && ep.conditions.isTerminating()) {
+      } else if (services::takesConnectionsWhileTerminating(ep.conditions)) {
         ++n.servingTerminating;
       } else {
         ++(ep.conditions.isTerminating() ? n.terminating : n.notReady);
@@ -155,15 +154,15 @@ std::optional<Cause> driftCause(const CauseContext& c) {
 std::optional<Cause> notOursCause(const api::Service& svc, bool excluded) {
   std::string key = keyOf(svc);
   if (excluded) {
-    auto label = svc.meta.labels.find(source::kServiceProxyNameLabel);
+    auto label = svc.meta.labels.find(services::kServiceProxyNameLabel);
     if (label != svc.meta.labels.end())
       return Cause{"excluded",
-                   "another proxy's: " + key + " is labelled " + source::kServiceProxyNameLabel + "=" +
+                   "another proxy's: " + key + " is labelled " + services::kServiceProxyNameLabel + "=" +
                        printable(label->second) +
                        ", so kube-proxy-nft (as upstream kube-proxy) leaves it to that proxy and has no rules for it",
                    {}, {}};
     return Cause{"excluded",
-                 "not proxied: " + key + " is labelled " + source::kHeadlessLabel +
+                 "not proxied: " + key + " is labelled " + services::kHeadlessLabel +
                      ", which upstream kube-proxy's label selector (and ours) leaves out: no rules for it",
                  {}, {}};
   }
@@ -181,8 +180,6 @@ std::optional<Cause> notOursCause(const api::Service& svc, bool excluded) {
   return std::nullopt;
 }
 
-std::string familyWord(const std::string& addressType) { return addressType == "IPv6" ? "IPv6" : "IPv4"; }
-
 std::optional<Cause> noEndpointsCause(const api::Service& svc, const api::ServicePort& sp, const CauseContext& c,
                                       const std::string& addressType) {
   std::string key = keyOf(svc), port = key + ":" + (sp.name.empty() ? std::to_string(sp.port) : sp.name);
@@ -199,8 +196,8 @@ std::optional<Cause> noEndpointsCause(const api::Service& svc, const api::Servic
                  counts, {}};
   if (n.slicesOfFamily == 0)
     return Cause{"no-endpoint-slice",
-                 "no " + familyWord(addressType) + " EndpointSlice: " + key + " has " + plural(n.slices, "slice", "slices") +
-                     ", none of address type " + addressType + ", so its " + familyWord(addressType) +
+                 "no " + addressType + " EndpointSlice: " + key + " has " + plural(n.slices, "slice", "slices") +
+                     ", none of address type " + addressType + ", so its " + addressType +
                      " addresses have no endpoint",
                  counts, {}};
   if (n.portMatches == 0) {
@@ -215,7 +212,7 @@ std::optional<Cause> noEndpointsCause(const api::Service& svc, const api::Servic
   if (n.ready == 0 && n.servingTerminating == 0)
     return Cause{"no-ready-endpoints",
                  "no ready endpoint: " + port + " has " + plural(n.total, "endpoint", "endpoints") + " (" +
-                     familyWord(addressType) + "), none ready: " + std::to_string(n.notReady) + " not ready, " +
+                     addressType + "), none ready: " + std::to_string(n.notReady) + " not ready, " +
                      std::to_string(n.terminating) + " terminating and no longer serving; the node refuses connections "
                      "until one is ready (a terminating one that still serves would be used meanwhile)",
                  counts, {}};
@@ -244,7 +241,7 @@ std::optional<Cause> topologyCause(const api::Service& svc, const api::ServicePo
                                    const std::string& addressType) {
   auto slices = c.known->slicesOf(keyOf(svc));
   const std::string& node = c.known->cfg.nodeName;
-  render::EndpointSets sets = render::categorizeEndpoints(sp, slices, addressType, node, c.zone);
+  services::EndpointSets sets = services::categorizeEndpoints(sp, slices, addressType, node, c.zone);
   auto n = countEndpoints(sp, slices, addressType, node);
   if (!sets.topology.empty())
     return Cause{"topology",
@@ -297,7 +294,7 @@ std::string cidrNameOf(const KnownState& k, const std::string& ip) {
 
 std::optional<Cause> causeOf(const Report& r, const CauseContext& c) {
   const nft::eval::Packet& p = r.trace.packet;
-  const std::string addressType = r.trace.family == nft::Family::IPv6 ? "IPv6" : "IPv4";
+  const std::string addressType = services::familyWord(r.trace.family);
   if (auto d = daemonCause(c, r)) return d;
   if (!c.known) {
     if (!c.tableExists)
@@ -340,7 +337,7 @@ std::optional<Cause> causeOf(const Report& r, const CauseContext& c) {
       return Cause{"no-service",
                    "no Service has " + hostPort(p.daddr, p.dport) + " (" + p.protocol + "): none of the " + known +
                        " Services " + who + " uses it, so the packet passes the table untouched (a Service of another "
-                       "proxy, labelled " + source::kServiceProxyNameLabel + ", is not among them: trace it by name)",
+                       "proxy, labelled " + services::kServiceProxyNameLabel + ", is not among them: trace it by name)",
                    {{"servicesKnown", static_cast<int64_t>(c.known->servicesKnown)}}, {}};
     if (c.addressOnly)
       return Cause{"unknown-port",

@@ -4,15 +4,12 @@
 
 #include "pkg/config/decode.h"
 #include "pkg/config/node_config.h"
+#include "pkg/services/endpoints.h"
 
 namespace kpn::trace {
 
 std::vector<const api::EndpointSlice*> KnownState::slicesOf(const std::string& key) const {
-  std::vector<const api::EndpointSlice*> out;
-  auto it = state.slicesByService.find(key);
-  if (it != state.slicesByService.end())
-    for (const auto& [name, s] : it->second) out.push_back(s.get());
-  return out;
+  return services::slicesOf(state, key);
 }
 
 const api::Service* KnownState::service(const std::string& key) const {

@@ -9,7 +9,7 @@
 #include "pkg/api/types.h"
 #include "pkg/diag/daemon_status.h"
 #include "pkg/diag/state_query.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 
 namespace kpn::trace {
@@ -17,7 +17,7 @@ namespace kpn::trace {
 struct KnownState {
   std::string origin;  // "daemon" | "source"
   state::ClusterState state;
-  render::NodeConfig cfg;
+  services::NodeConfig cfg;
   std::optional<diag::DaemonStatus> daemon;  // with origin "daemon"
   std::optional<api::Service> excluded;      // a Service asked for by name, labelled not ours
   uint64_t servicesKnown = 0;                // the whole state's, not only what was sent

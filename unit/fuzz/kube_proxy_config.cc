@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kpn::config::ProxyConfig c;
   if (kpn::config::decodeProxyConfig(std::string_view(reinterpret_cast<const char*>(data), size), c)) return 0;
   kpn::config::validate(c);
-  kpn::render::NodeConfig node;
+  kpn::services::NodeConfig node;
   std::vector<std::string> warnings;
   kpn::config::toNodeConfig(c, node, &warnings);
   std::string text = kpn::config::encodeProxyConfig(c);

@@ -50,9 +50,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string error;
   if (!kpn::api::decodeManifest(std::string_view(reinterpret_cast<const char*>(data), size), false, objs, &error))
     return 0;
-  kpn::render::NodeConfig cfg;
+  kpn::services::NodeConfig cfg;
   cfg.nodeName = kNode;
-  kpn::render::parseClusterCidrs("10.244.0.0/16,fd00:10:244::/48", cfg);
+  kpn::services::parseClusterCidrs("10.244.0.0/16,fd00:10:244::/48", cfg);
   kpn::render::Renderer renderer(cfg);
   kpn::state::ClusterState st;
   kpn::source::ManifestMerge merge(st);

@@ -1,10 +1,10 @@
-#include "pkg/sync/duration.h"
+#include "pkg/config/duration.h"
 
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
 
-namespace kpn::sync {
+namespace kpn::config {
 
 std::optional<std::chrono::nanoseconds> parseGoDuration(const std::string& text) {
   std::string s = text;
@@ -72,4 +72,4 @@ std::string formatGoDuration(std::chrono::nanoseconds d) {
   return out + fixed(u % minute, 1000000000) + "s";
 }
 
-}  // namespace kpn::sync
+}  // namespace kpn::config

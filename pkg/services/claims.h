@@ -15,7 +15,7 @@
 
 #include "pkg/api/types.h"
 
-namespace kpn::render {
+namespace kpn::services {
 
 std::string ipDestination(const std::string& ip, api::Protocol proto, int32_t port);
 std::string nodePortDestination(api::Protocol proto, int32_t nodePort);
@@ -55,4 +55,4 @@ class DestinationClaims {
   std::map<std::string, Held> byService_;
 };
 
-}  // namespace kpn::render
+}  // namespace kpn::services

@@ -1,11 +1,13 @@
-// Which Services and EndpointSlices this proxy watches: upstream kube-proxy's label selector.
-// The API source sends it to the server; the manifest source applies the same rule itself, so
-// both sources agree on what is ours.
+// Which Services this proxy programs. The sources watch with upstream kube-proxy's label
+// selector: the API source sends it to the server; the manifest source applies the same rule
+// itself, so both sources agree on what is ours. What passes it may still get no rules
+// (serviceIsProxied): the rules, health checks, conntrack clean-up and metrics all ask that.
 #pragma once
 
 #include "pkg/api/types.h"
+#include "pkg/services/node_config.h"
 
-namespace kpn::source {
+namespace kpn::services {
 
 inline constexpr const char* kServiceProxyNameLabel = "service.kubernetes.io/service-proxy-name";
 inline constexpr const char* kHeadlessLabel = "service.kubernetes.io/headless";
@@ -17,4 +19,7 @@ inline bool excludedByProxySelector(const api::ObjectMeta& meta) {
   return meta.labels.count(kServiceProxyNameLabel) != 0 || meta.labels.count(kHeadlessLabel) != 0;
 }
 
-}  // namespace kpn::source
+// Services that get no rules: headless, ExternalName, or handled by another proxy.
+bool serviceIsProxied(const api::Service& svc, const NodeConfig& cfg);
+
+}  // namespace kpn::services

@@ -1,8 +1,8 @@
-#include "pkg/render/scheduler.h"
+#include "pkg/services/scheduler.h"
 
 #include <map>
 
-namespace kpn::render {
+namespace kpn::services {
 
 const char* schedulerName(Scheduler s) {
   switch (s) {
@@ -59,4 +59,4 @@ Scheduler serviceScheduler(const api::Service& svc, Scheduler node, std::string*
   return c.known ? c.scheduler : node;
 }
 
-}  // namespace kpn::render
+}  // namespace kpn::services

@@ -1,15 +1,46 @@
-// Joining a Service port with the endpoints of all its EndpointSlices, and choosing the usable
-// ones, as upstream does: a service port matches the slice port with the same name and protocol;
-// the endpoint's port number comes from the slice; ready endpoints are used, and only when there
-// are none, the serving-and-terminating ones.
+// Joining a Service port with the endpoints of all its EndpointSlices, as upstream does: a
+// service port matches the slice port with the same name and protocol; the endpoint's port number
+// comes from the slice. One join for everyone below cmd (the rules, the health-check node ports,
+// conntrack clean-up, the metrics): each applies its own readiness rule, a named predicate, to
+// what the join visits. The rules' choice: ready endpoints are used, and only when there are none,
+// the serving-and-terminating ones.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "pkg/api/types.h"
+#include "pkg/state/cluster_state.h"
 
-namespace kpn::render {
+namespace kpn::services {
+
+// The slice port that serves `sp` (same name and protocol, with a port number), or null.
+const api::EndpointPort* slicePortFor(const api::EndpointSlice& slice, const api::ServicePort& sp);
+
+// The join: calls visit(endpoint, port number) for every endpoint with an address in the slices
+// of `addressType` (familyWord) whose port serves `sp`. Slices: anything that
+// dereferences to an api::EndpointSlice (raw or shared pointers). Readiness is the caller's.
+template <class Slices, class Visit>
+void forEachEndpointOfPort(const api::ServicePort& sp, const Slices& slices, const std::string& addressType,
+                           Visit&& visit) {
+  for (const auto& slice : slices) {
+    if (slice->addressType != addressType) continue;
+    const api::EndpointPort* port = slicePortFor(*slice, sp);
+    if (!port) continue;
+    for (const api::Endpoint& ep : slice->endpoints)
+      if (!ep.addresses.empty()) visit(ep, *port->port);
+  }
+}
+
+// The slices of a service (by key) in the state, in name order; empty without any.
+std::vector<const api::EndpointSlice*> slicesOf(const state::ClusterState& st, const std::string& serviceKey);
+
+// The rules' readiness (upstream's endpoint selection): a ready endpoint takes new connections;
+// when a set has none, its serving-and-terminating endpoints take them instead.
+inline bool takesNewConnections(const api::EndpointConditions& c) { return c.isReady(); }
+inline bool takesConnectionsWhileTerminating(const api::EndpointConditions& c) {
+  return c.isServing() && c.isTerminating();
+}
 
 struct EndpointChoice {
   std::string ip;  // canonical
@@ -24,7 +55,7 @@ struct EndpointChoice {
   }
 };
 
-// All slices of one service; addressType "IPv4" or "IPv6" picks the family. Sorted, deduplicated.
+// All slices of one service; addressType (familyWord) picks the family. Sorted, deduplicated.
 std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& port,
                                             const std::vector<const api::EndpointSlice*>& slices,
                                             const std::string& addressType, const std::string& nodeName);
@@ -49,4 +80,4 @@ EndpointSets categorizeEndpoints(const api::ServicePort& port, const std::vector
                                  const std::string& addressType, const std::string& nodeName,
                                  const std::string& zone = "");
 
-}  // namespace kpn::render
+}  // namespace kpn::services

@@ -1,46 +1,48 @@
-#include "pkg/render/health_check.h"
+#include "pkg/health/health_check_index.h"
 
 #include <glog/logging.h>
 
 #include <optional>
 
 #include "pkg/net/ip.h"
-#include "pkg/render/render.h"
+#include "pkg/services/endpoints.h"
+#include "pkg/services/family.h"
+#include "pkg/services/proxied.h"
 
-namespace kpn::render {
+namespace kpn::health {
 namespace {
 
 std::string portDestination(int32_t port) { return "healthcheck " + std::to_string(port); }
 
+// Upstream's rule for the health check: a load balancer sends traffic only to nodes with a ready
+// endpoint here, so terminating ones do not count, serving or not.
+bool countsForHealthCheck(const api::Endpoint& ep, const std::string& nodeName) {
+  return ep.nodeName == nodeName && ep.conditions.isReady();
+}
+
 // The service's health-check entry, or nullopt when it has none.
-std::optional<HealthCheckService> entryOf(const state::ClusterState& st, const NodeConfig& cfg, const std::string& key,
+std::optional<HealthCheckService> entryOf(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key,
                                           const api::Service& svc) {
   if (svc.type != "LoadBalancer" || svc.externalTrafficPolicy != "Local" || svc.healthCheckNodePort <= 0)
     return std::nullopt;
-  if (!serviceIsProxied(svc, cfg)) return std::nullopt;
-  // Count each pod once: the endpoints of the service's primary family.
+  if (!services::serviceIsProxied(svc, cfg)) return std::nullopt;
+  // Count each pod once: the endpoints of the service's primary family, of any of its ports.
   auto fam = net::familyOf(svc.clusterIPs.front());
-  const char* addressType = fam == net::Family::V6 ? "IPv6" : "IPv4";
+  const char* addressType = services::familyWord(fam.value_or(net::Family::V4));
   std::set<std::string> local;
-  auto slices = st.slicesByService.find(key);
-  if (slices != st.slicesByService.end() && !cfg.nodeName.empty()) {
-    for (const auto& [name, slice] : slices->second) {
-      if (slice->addressType != addressType) continue;
-      bool servesAPort = false;
-      for (const auto& sp : svc.ports)
-        for (const auto& p : slice->ports) servesAPort = servesAPort || (p.name == sp.name && p.protocol == sp.protocol && p.port);
-      if (!servesAPort) continue;
-      for (const auto& ep : slice->endpoints)
-        if (!ep.addresses.empty() && ep.nodeName == cfg.nodeName && ep.conditions.isReady())
-          local.insert(ep.addresses.front());
-    }
+  if (!cfg.nodeName.empty()) {
+    const std::vector<const api::EndpointSlice*> slices = services::slicesOf(st, key);
+    for (const auto& sp : svc.ports)
+      services::forEachEndpointOfPort(sp, slices, addressType, [&](const api::Endpoint& ep, int32_t) {
+        if (countsForHealthCheck(ep, cfg.nodeName)) local.insert(ep.addresses.front());
+      });
   }
   return HealthCheckService{svc.meta.ns, svc.meta.name, static_cast<int>(local.size())};
 }
 
 }  // namespace
 
-void HealthCheckIndex::refresh(const state::ClusterState& st, const NodeConfig& cfg, const std::string& key,
+void HealthCheckIndex::refresh(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key,
                                std::set<int32_t>& touched) {
   auto it = st.services.find(key);
   std::optional<HealthCheckService> entry;
@@ -58,12 +60,12 @@ void HealthCheckIndex::refresh(const state::ClusterState& st, const NodeConfig& 
   int32_t port = svc.healthCheckNodePort;
   touched.insert(port);
   byService_.emplace(key, Entry{port, std::move(*entry)});
-  claims_.update(key, claimRank(svc), {portDestination(port)}, nullptr);
+  claims_.update(key, services::claimRank(svc), {portDestination(port)}, nullptr);
   std::string owner = claims_.owner(portDestination(port));
   if (owner != key) LOG(WARNING) << "healthCheckNodePort " << port << ": Service " << key << " loses it to the older " << owner;
 }
 
-bool HealthCheckIndex::update(const state::ClusterState& st, const NodeConfig& cfg, const std::set<std::string>* changed) {
+bool HealthCheckIndex::update(const state::ClusterState& st, const services::NodeConfig& cfg, const std::set<std::string>* changed) {
   std::set<int32_t> touched;
   if (!changed) {
     for (const auto& [port, hc] : ports_) touched.insert(port);
@@ -91,10 +93,10 @@ bool HealthCheckIndex::update(const state::ClusterState& st, const NodeConfig& c
   return differs;
 }
 
-std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const NodeConfig& cfg) {
+std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const services::NodeConfig& cfg) {
   HealthCheckIndex index;
   index.update(st, cfg, nullptr);
   return index.ports();
 }
 
-}  // namespace kpn::render
+}  // namespace kpn::health

@@ -11,11 +11,11 @@
 #include <set>
 #include <string>
 
-#include "pkg/render/claims.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/claims.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 
-namespace kpn::render {
+namespace kpn::health {
 
 struct HealthCheckService {
   std::string ns, name;
@@ -31,23 +31,23 @@ class HealthCheckIndex {
  public:
   // Looks again at the services in `changed` (service keys; nullptr: at every service). Returns
   // whether ports() changed. cfg: nodeName (local endpoints).
-  bool update(const state::ClusterState& st, const NodeConfig& cfg, const std::set<std::string>* changed);
+  bool update(const state::ClusterState& st, const services::NodeConfig& cfg, const std::set<std::string>* changed);
   const std::map<int32_t, HealthCheckService>& ports() const { return ports_; }
 
  private:
   // Re-reads one service; returns the ports whose owner or count may have changed.
-  void refresh(const state::ClusterState& st, const NodeConfig& cfg, const std::string& key, std::set<int32_t>& touched);
+  void refresh(const state::ClusterState& st, const services::NodeConfig& cfg, const std::string& key, std::set<int32_t>& touched);
 
   struct Entry {
     int32_t port;
     HealthCheckService service;
   };
   std::map<std::string, Entry> byService_;  // services that have a health-check port
-  DestinationClaims claims_;
+  services::DestinationClaims claims_;
   std::map<int32_t, HealthCheckService> ports_;
 };
 
 // From scratch (tests, and the definition the index must agree with).
-std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const NodeConfig& cfg);
+std::map<int32_t, HealthCheckService> healthCheckNodePorts(const state::ClusterState& st, const services::NodeConfig& cfg);
 
-}  // namespace kpn::render
+}  // namespace kpn::health

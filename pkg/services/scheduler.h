@@ -7,7 +7,7 @@
 
 #include "pkg/api/types.h"
 
-namespace kpn::render {
+namespace kpn::services {
 
 enum class Scheduler {
   Random,      // numgen random (upstream's nftables mode)
@@ -36,4 +36,4 @@ SchedulerChoice parseScheduler(const std::string& value);
 // receives one line for an annotation that is unknown or mapped to something else.
 Scheduler serviceScheduler(const api::Service& svc, Scheduler node, std::string* warning = nullptr);
 
-}  // namespace kpn::render
+}  // namespace kpn::services

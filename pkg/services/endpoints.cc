@@ -1,8 +1,8 @@
-#include "pkg/render/endpoints.h"
+#include "pkg/services/endpoints.h"
 
 #include <algorithm>
 
-namespace kpn::render {
+namespace kpn::services {
 
 namespace {
 
@@ -21,27 +21,19 @@ struct Collected {
 };
 void collect(const api::ServicePort& sp, const std::vector<const api::EndpointSlice*>& slices,
              const std::string& addressType, const std::string& nodeName, bool local, Collected& out) {
-  for (const api::EndpointSlice* slice : slices) {
-    if (slice->addressType != addressType) continue;
-    const api::EndpointPort* match = nullptr;
-    for (const auto& p : slice->ports)
-      if (p.name == sp.name && p.protocol == sp.protocol && p.port) match = &p;
-    if (!match) continue;
-    for (const auto& ep : slice->endpoints) {
-      if (ep.addresses.empty()) continue;
-      // Upstream uses the first address only: all of an endpoint's addresses are one pod.
-      const bool local = !nodeName.empty() && ep.nodeName == nodeName;
-      EndpointChoice c{ep.addresses.front(), *match->port, local, local || nodeName.empty() || ep.nodeName.empty()};
-      if (ep.conditions.isReady()) {
-        out.ready.push_back(c);
-        out.readyFrom.push_back(&ep);
-        if (local && c.local) out.localReady.push_back(c);
-      } else if (ep.conditions.isServing() && ep.conditions.isTerminating()) {
-        out.fallback.push_back(c);
-        if (local && c.local) out.localFallback.push_back(c);
-      }
+  forEachEndpointOfPort(sp, slices, addressType, [&](const api::Endpoint& ep, int32_t port) {
+    // Upstream uses the first address only: all of an endpoint's addresses are one pod.
+    const bool onThisNode = !nodeName.empty() && ep.nodeName == nodeName;
+    EndpointChoice c{ep.addresses.front(), port, onThisNode, onThisNode || nodeName.empty() || ep.nodeName.empty()};
+    if (takesNewConnections(ep.conditions)) {
+      out.ready.push_back(c);
+      out.readyFrom.push_back(&ep);
+      if (local && c.local) out.localReady.push_back(c);
+    } else if (takesConnectionsWhileTerminating(ep.conditions)) {
+      out.fallback.push_back(c);
+      if (local && c.local) out.localFallback.push_back(c);
     }
-  }
+  });
 }
 
 bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
@@ -74,6 +66,20 @@ std::vector<EndpointChoice> readyForTopology(const Collected& c, const std::stri
 
 }  // namespace
 
+const api::EndpointPort* slicePortFor(const api::EndpointSlice& slice, const api::ServicePort& sp) {
+  const api::EndpointPort* match = nullptr;
+  for (const auto& p : slice.ports)
+    if (p.name == sp.name && p.protocol == sp.protocol && p.port) match = &p;
+  return match;
+}
+
+std::vector<const api::EndpointSlice*> slicesOf(const state::ClusterState& st, const std::string& serviceKey) {
+  std::vector<const api::EndpointSlice*> out;
+  if (auto it = st.slicesByService.find(serviceKey); it != st.slicesByService.end())
+    for (const auto& [name, slice] : it->second) out.push_back(slice.get());
+  return out;
+}
+
 std::vector<EndpointChoice> usableEndpoints(const api::ServicePort& sp,
                                             const std::vector<const api::EndpointSlice*>& slices,
                                             const std::string& addressType, const std::string& nodeName) {
@@ -100,4 +106,4 @@ EndpointSets categorizeEndpoints(const api::ServicePort& sp, const std::vector<c
   return out;
 }
 
-}  // namespace kpn::render
+}  // namespace kpn::services

@@ -1,14 +1,14 @@
-#include "pkg/render/environment.h"
+#include "pkg/services/environment.h"
 
 #include <algorithm>
 
+#include "pkg/services/family.h"
 
-namespace kpn::render {
+namespace kpn::services {
 
 namespace {
 
 int idx(net::Family f) { return f == net::Family::V4 ? 0 : 1; }
-const char* famName(net::Family f) { return f == net::Family::V4 ? "IPv4" : "IPv6"; }
 
 // The Node's primary address per family: its first InternalIP, else its first ExternalIP
 // (upstream's order for node IPs).
@@ -45,7 +45,7 @@ Environment deriveEnvironment(const NodeConfig& cfg, const api::Node* node,
     } else {
       fe.nodeIPs = defaultRouteAddresses(host, f);
       if (!fe.nodeIPs.empty())
-        env.warnings.push_back(std::string("no Node object for ") + cfg.nodeName + ": using the " + famName(f) +
+        env.warnings.push_back(std::string("no Node object for ") + cfg.nodeName + ": using the " + familyWord(f) +
                                " addresses of " + host.defaultRouteInterface[idx(f)] +
                                " (default route) as the node's addresses");
     }
@@ -93,10 +93,10 @@ Environment deriveEnvironment(const NodeConfig& cfg, const api::Node* node,
           }
           if (fe.localKind.empty())
             env.warnings.push_back(std::string("--detect-local-mode=NodeCIDR: Node ") + cfg.nodeName + " has no " +
-                                   famName(f) + " podCIDR; no local-traffic detection for " + famName(f));
+                                   familyWord(f) + " podCIDR; no local-traffic detection for " + familyWord(f));
         } else {
           env.warnings.push_back(std::string("--detect-local-mode=NodeCIDR: no Node object for ") + cfg.nodeName +
-                                 " yet; no local-traffic detection for " + famName(f));
+                                 " yet; no local-traffic detection for " + familyWord(f));
         }
         break;
       case LocalDetectMode::BridgeInterface:
@@ -119,14 +119,4 @@ Environment deriveEnvironment(const NodeConfig& cfg, const api::Node* node,
   return env;
 }
 
-nft::Stmt localTrafficMatch(nft::Family f, const FamilyEnvironment& env, bool negate) {
-  const char* op = negate ? "!=" : "==";
-  if (env.localKind == "iifname") {
-    // A trailing "*" is nft's interface-name wildcard ("veth*").
-    return nft::st::match(nft::ex::meta("iifname"), op, nft::ex::interfaceName(env.localValue));
-  }
-  auto c = net::parseCidr(env.localValue);
-  return nft::st::match(nft::ex::payload(nft::familyName(f), "saddr"), op, nft::ex::prefix(c->address, c->prefixLen));
-}
-
-}  // namespace kpn::render
+}  // namespace kpn::services

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "pkg/net/ip.h"
-#include "pkg/render/scheduler.h"
+#include "pkg/services/scheduler.h"
 
-namespace kpn::render {
+namespace kpn::services {
 
 // --detect-local-mode: how "traffic from a pod on this node" is recognised (upstream's modes).
 enum class LocalDetectMode { ClusterCIDR, NodeCIDR, BridgeInterface, InterfaceNamePrefix };
@@ -56,4 +56,4 @@ void applyNodePortAddresses(const std::vector<std::string>& entries, NodeConfig&
 std::optional<std::string> parseDetectLocal(const std::string& mode, const std::string& bridge,
                                             const std::string& prefix, NodeConfig& cfg);
 
-}  // namespace kpn::render
+}  // namespace kpn::services

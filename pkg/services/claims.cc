@@ -1,8 +1,8 @@
-#include "pkg/render/claims.h"
+#include "pkg/services/claims.h"
 
 #include <algorithm>
 
-namespace kpn::render {
+namespace kpn::services {
 
 std::string ipDestination(const std::string& ip, api::Protocol proto, int32_t port) {
   return "ip " + ip + " " + api::protocolName(proto) + " " + std::to_string(port);
@@ -86,4 +86,4 @@ std::string DestinationClaims::owner(const std::string& dest) const {
   return c == claims_.end() || c->second.empty() ? std::string() : c->second.begin()->second;
 }
 
-}  // namespace kpn::render
+}  // namespace kpn::services

@@ -13,10 +13,10 @@
 #include "nft/expr.h"
 #include "pkg/api/types.h"
 #include "pkg/net/ip.h"
-#include "pkg/render/node_config.h"
+#include "pkg/services/node_config.h"
 #include "pkg/state/cluster_state.h"
 
-namespace kpn::render {
+namespace kpn::services {
 
 struct FamilyEnvironment {
   // "Traffic from a pod on this node": kind "saddr" (value a CIDR), "iifname" (an interface name,
@@ -55,8 +55,4 @@ Environment deriveEnvironment(const NodeConfig& cfg, const api::Node* node,
                               const std::map<std::string, state::ServiceCIDRPtr>& serviceCIDRs,
                               const net::HostAddresses& host);
 
-// The detector as a match statement: "from a local pod" (negate=false) or "not from one".
-// Only valid when env.localKind is not empty.
-nft::Stmt localTrafficMatch(nft::Family f, const FamilyEnvironment& env, bool negate);
-
-}  // namespace kpn::render
+}  // namespace kpn::services

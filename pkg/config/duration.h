@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-namespace kpn::sync {
+namespace kpn::config {
 
 std::optional<std::chrono::nanoseconds> parseGoDuration(const std::string& text);
 
@@ -13,4 +13,4 @@ std::optional<std::chrono::nanoseconds> parseGoDuration(const std::string& text)
 // back (the sign aside).
 std::string formatGoDuration(std::chrono::nanoseconds d);
 
-}  // namespace kpn::sync
+}  // namespace kpn::config

@@ -1,8 +1,8 @@
-#include "pkg/render/node_config.h"
+#include "pkg/services/node_config.h"
 
 #include <sstream>
 
-namespace kpn::render {
+namespace kpn::services {
 
 namespace {
 
@@ -88,4 +88,4 @@ std::optional<std::string> parseDetectLocal(const std::string& mode, const std::
   return std::nullopt;
 }
 
-}  // namespace kpn::render
+}  // namespace kpn::services
