@@ -251,9 +251,7 @@ TEST_CASE("restart: reconciling with tables that already match changes nothing")
   Pipeline p;
   auto st = twoServices();
   p.sync(st);
-  std::vector<nft::ListedTable> listed(2);
-  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
-  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  std::vector<nft::ListedTable> listed = p.listBoth();
 
   render::Renderer fresh(smallConfig());
   fresh.adoptSlots(listed);
@@ -287,9 +285,7 @@ TEST_CASE("restart: a dual-stack NodePort's local endpoints keep their slots in 
   p.sync(st);
   endpoints({2, 3});  // the last moves into the hole: slots 3, 2, not sorted any more
   p.sync(st);
-  std::vector<nft::ListedTable> listed(2);
-  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
-  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  std::vector<nft::ListedTable> listed = p.listBoth();
   render::Renderer fresh(smallConfig());
   fresh.adoptSlots(listed);
   auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
@@ -307,9 +303,7 @@ TEST_CASE("restart: reconciling repairs only what differs") {
   t->rules["services"].clear();                              // a flushed chain
   t->chains["service-default/gone/tcp/80"] = std::nullopt;  // a stale chain
   t->rules["service-default/gone/tcp/80"];
-  std::vector<nft::ListedTable> listed(2);
-  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
-  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  std::vector<nft::ListedTable> listed = p.listBoth();
   render::Renderer fresh(smallConfig());
   fresh.adoptSlots(listed);
   auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
@@ -326,9 +320,7 @@ TEST_CASE("a full resync flushes and refills without deleting the tables and dro
   p.sync(st);
   v4(p).chains["service-default/gone/tcp/80"] = std::nullopt;
   v4(p).rules["service-default/gone/tcp/80"];
-  std::vector<nft::ListedTable> listed(2);
-  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
-  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  std::vector<nft::ListedTable> listed = p.listBoth();
   auto rs = p.renderer.render(st, nullptr);
   auto plan = nft::planFull(listed, rs);
   CHECK(count(plan.txn, Verb::Delete, Kind::Table) == 0);

@@ -658,9 +658,7 @@ TEST_CASE("restart: the slot orders of every destination are adopted, so an exte
   p.sync(st);
   CHECK(p.kernel.tables["ip kube-proxy"].sets["local-backends-tcp"].elements.at("{\"concat\":[\"1.2.3.4\",80,0]}").first ==
         "{\"concat\":[\"10.180.2.3\",80]}");
-  std::vector<nft::ListedTable> listed(2);
-  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
-  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  std::vector<nft::ListedTable> listed = p.listBoth();
   render::Renderer fresh(cfgA());
   fresh.setHostAddresses(hostA());
   fresh.adoptSlots(listed);

@@ -98,9 +98,7 @@ state::ClusterState lcState(const std::string& scheduler, std::vector<Ep> eps) {
 
 // What a restarted daemon would commit over the kernel `p` left (slots adopted from its listing).
 nft::Plan restartPlan(FakePipeline& p, const state::ClusterState& st, const services::NodeConfig& cfg) {
-  std::vector<nft::ListedTable> listed(2);
-  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
-  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  std::vector<nft::ListedTable> listed = p.listBoth();
   render::Renderer fresh(cfg);
   fresh.adoptSlots(listed);
   return nft::planReconcile(listed, fresh.render(st, nullptr));

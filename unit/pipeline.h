@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "nft/diff.h"
 #include "nft/fake.h"
@@ -51,6 +52,13 @@ struct FakePipeline {
       CHECK(committed.ruleset.tables[t].parts == rs.tables[t].parts);
     }
     return std::move(plan);
+  }
+  // Both families' tables as the fake kernel lists them: what a restarted daemon starts from.
+  std::vector<nft::ListedTable> listBoth() {
+    std::vector<nft::ListedTable> listed(2);
+    kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
+    kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+    return listed;
   }
 };
 

@@ -98,9 +98,7 @@ void checkBalanced(const std::vector<std::string>& slots, size_t n) {
 }
 
 std::vector<nft::ListedTable> listKernel(FakePipeline& p) {
-  std::vector<nft::ListedTable> listed(2);
-  p.kernel.list(nft::Family::IPv4, "kube-proxy", &listed[0]);
-  p.kernel.list(nft::Family::IPv6, "kube-proxy", &listed[1]);
+  std::vector<nft::ListedTable> listed = p.listBoth();
   return listed;
 }
 
