@@ -10,6 +10,12 @@ namespace kpn::sync {
 using SteadyTime = std::chrono::steady_clock::time_point;
 using WallTime = std::chrono::system_clock::time_point;
 
+// Milliseconds of the steady clock since `t`, for the phase timings of a sync (render, diff,
+// commit) that are reported, not decided on.
+inline double msSince(SteadyTime t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -2,13 +2,11 @@
 
 #include <chrono>
 
+#include "pkg/sync/clock.h"
+
 namespace kpn::sync {
 
 namespace {
-
-double msSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
 
 // Whether any table of `rs` is of a family outside `families`.
 bool dropsFamilies(const nft::Ruleset& rs, const std::set<nft::Family>* families) {

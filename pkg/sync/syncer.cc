@@ -5,13 +5,11 @@
 
 #include <chrono>
 
+#include "pkg/sync/clock.h"
+
 namespace kpn::sync {
 
 namespace {
-double msSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
 long long millis(std::chrono::steady_clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 }  // namespace
 
