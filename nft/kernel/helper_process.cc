@@ -89,8 +89,9 @@ bool readFrame(int fd, std::string* payload, size_t maxBytes) {
   }
 }
 
-SupervisedHelper::SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout)
-    : argv_(std::move(argv)), timeout_(callTimeout) {
+SupervisedHelper::SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout,
+                                   EnvironmentFor environmentFor)
+    : argv_(std::move(argv)), timeout_(callTimeout), environmentFor_(std::move(environmentFor)) {
   holdReserve();
 }
 
@@ -130,8 +131,16 @@ bool SupervisedHelper::start(std::string* error) {
   std::vector<char*> args;
   for (auto& a : argv_) args.push_back(a.data());
   args.push_back(nullptr);
+  std::vector<std::string> env;
+  std::vector<char*> envp;
+  if (environmentFor_) {
+    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    env = environmentFor_(std::move(env));
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
+  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environmentFor_ ? envp.data() : environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   ::close(sv[1]);

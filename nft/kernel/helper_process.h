@@ -31,8 +31,12 @@ bool readFrame(int fd, std::string* payload, size_t maxBytes);
 
 class SupervisedHelper {
  public:
-  // argv[0] is the executable; the child finds its end of the socketpair on fd 3.
-  SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout);
+  // Turns the parent's environment, as it is when a child starts, into the child's.
+  using EnvironmentFor = std::function<std::vector<std::string>(std::vector<std::string>)>;
+  // argv[0] is the executable; the child finds its end of the socketpair on fd 3. The child gets
+  // the parent's environment, passed through environmentFor when one is given.
+  SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout,
+                   EnvironmentFor environmentFor = nullptr);
   ~SupervisedHelper();  // closes the socket, gives the child 2 s to leave, then kills it
   SupervisedHelper(const SupervisedHelper&) = delete;
   SupervisedHelper& operator=(const SupervisedHelper&) = delete;
@@ -66,6 +70,7 @@ class SupervisedHelper {
   int reserve_[2] = {-1, -1};
   std::vector<std::string> argv_;
   std::chrono::milliseconds timeout_;
+  EnvironmentFor environmentFor_;
   pid_t pid_ = 0;
   int fd_ = -1;
   int starts_ = 0;

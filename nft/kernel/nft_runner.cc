@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "nft/json_text.h"
+#include "nft/kernel/helper_environment.h"
 #include "nft/static_declarations.h"
 
 namespace kpn::nft {
@@ -22,8 +23,9 @@ std::vector<std::pair<Family, std::string>> iptablesNftTables() {
 
 NftRunner::NftRunner(NftRunnerOptions options)
     : options_(options),
-      helper_(nftHelperArgv(options.executable, getpid(), options.tables), options.callTimeout),
-      iptablesHelper_(nftHelperArgv(options.executable, getpid(), iptablesNftTables()), options.callTimeout) {}
+      helper_(nftHelperArgv(options.executable, getpid(), options.tables), options.callTimeout, helperEnvironment),
+      iptablesHelper_(nftHelperArgv(options.executable, getpid(), iptablesNftTables()), options.callTimeout,
+                      helperEnvironment) {}
 NftRunner::~NftRunner() = default;
 
 namespace {
@@ -98,7 +100,8 @@ RunResult NftRunner::commitScratch(const std::string& table, const std::string& 
   if (!scratchHelper_ || scratchTable_ != table) {
     scratchTable_ = table;
     scratchHelper_ = std::make_unique<SupervisedHelper>(
-        nftHelperArgv(options_.executable, getpid(), {{Family::IPv4, table}, {Family::IPv6, table}}), options_.callTimeout);
+        nftHelperArgv(options_.executable, getpid(), {{Family::IPv4, table}, {Family::IPv6, table}}), options_.callTimeout,
+        helperEnvironment);
   }
   return change(*scratchHelper_, NftOp::Commit, json);
 }

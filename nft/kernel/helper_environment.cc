@@ -1,0 +1,35 @@
+#include "nft/kernel/helper_environment.h"
+
+namespace kpn::nft {
+
+namespace {
+
+constexpr const char* kTunablesPrefix = "GLIBC_TUNABLES=";
+
+bool namesHugetlb(const std::string& tunables) {
+  // Entries are "name=value" separated by ':'; match a whole name, not a suffix of another.
+  const std::string name = "glibc.malloc.hugetlb=";
+  for (size_t at = 0; at <= tunables.size();) {
+    size_t end = tunables.find(':', at);
+    if (end == std::string::npos) end = tunables.size();
+    if (tunables.compare(at, name.size(), name) == 0 && end - at >= name.size()) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> helperEnvironment(std::vector<std::string> env) {
+  const std::string prefix = kTunablesPrefix;
+  for (auto& entry : env) {
+    if (entry.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string tunables = entry.substr(prefix.size());
+    if (!namesHugetlb(tunables)) entry += (tunables.empty() ? "" : ":") + std::string(kHelperMallocTunable);
+    return env;
+  }
+  env.push_back(prefix + kHelperMallocTunable);
+  return env;
+}
+
+}  // namespace kpn::nft
