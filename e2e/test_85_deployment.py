@@ -8,6 +8,7 @@ Before issue 23's fixes the PID 1 run programmed nothing (every libnftables help
 getppid() == 1 and exited) and the PID 2 run repaired its table every second (the nftables events
 name the committing process by its initial-namespace PID, which the daemon took for another
 process)."""
+import os
 import time
 
 import pytest
@@ -40,6 +41,21 @@ def planned(text, plan):
                for r in ("committed", "failed"))
 
 
+def tunables(pid):
+    """The GLIBC_TUNABLES a process started with (its environment as exec'd)."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    return env.get(b"GLIBC_TUNABLES", b"").decode()
+
+
+def children(pid):
+    kids = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            kids += [int(k) for k in f.read().split()]
+    return kids
+
+
 def wait_until(pred, timeout, what, pod):
     deadline = time.monotonic() + timeout
     while not pred():
@@ -66,6 +82,11 @@ def run_as_deployed(lab, init, pid_in_pod):
     # Traffic waits for the first sync: before it the node has no rules for the service (the
     # connections raced it on a loaded machine, and 1 of 18 timed out, with main's binary too).
     wait_until(lambda: "first sync done" in pod.stderr(), 30, "the first sync", pod)
+    # malloc on transparent huge pages (nft/kernel/huge_page_malloc.h): the daemon re-executed
+    # itself with the tunable, keeping its PID (asserted above), and its libnftables helper has it.
+    assert tunables(host_pid) == "glibc.malloc.hugetlb=1", pod.tail()
+    helpers = children(host_pid)
+    assert helpers and all(tunables(h) == "glibc.malloc.hugetlb=1" for h in helpers), (helpers, pod.tail())
     expect_answers(cli, V4, 80, {a.v4, b.v4}, {client.v4}, what="IPv4 ClusterIP from the pod")
     expect_answers(cli, V6, 80, {a.v6, b.v6}, {client.v6}, what="IPv6 ClusterIP from the pod")
     expect_answers(cli, V4, 53, {a.v4, b.v4}, {client.v4}, proto="udp", what="UDP")

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "nft/kernel/cache_scope.h"
-#include "nft/kernel/helper_environment.h"
+#include "nft/kernel/huge_page_malloc.h"
 #include "nft/kernel/helper_process.h"
 #include "nft/kernel/nft_helper.h"
 #include "nft/kernel/nft_runner.h"
@@ -228,21 +228,21 @@ TEST_CASE("supervised helper: a request written in pieces arrives as one request
   CHECK(error == "exited with status 3");
 }
 
-TEST_CASE("helper environment: huge pages for malloc, added to what the operator set, never overriding it") {
-  CHECK(helperEnvironment({"PATH=/bin"}) == std::vector<std::string>{"PATH=/bin", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
-  CHECK(helperEnvironment({"GLIBC_TUNABLES=glibc.malloc.arena_max=2", "HOME=/"}) ==
+TEST_CASE("huge page malloc: the tunable is added to what the operator set, added to what the operator set, never overriding it") {
+  CHECK(withHugePageMalloc({"PATH=/bin"}) == std::vector<std::string>{"PATH=/bin", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
+  CHECK(withHugePageMalloc({"GLIBC_TUNABLES=glibc.malloc.arena_max=2", "HOME=/"}) ==
         std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1", "HOME=/"});
-  CHECK(helperEnvironment({"GLIBC_TUNABLES="}) == std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
+  CHECK(withHugePageMalloc({"GLIBC_TUNABLES="}) == std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
   // The operator's own hugetlb value wins, wherever it stands in the list.
-  CHECK(helperEnvironment({"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"}) ==
+  CHECK(withHugePageMalloc({"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"}) ==
         std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"});
-  CHECK(helperEnvironment({"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2"}) ==
+  CHECK(withHugePageMalloc({"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2"}) ==
         std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2"});
   // A name that merely ends like it is another tunable.
-  CHECK(helperEnvironment({"GLIBC_TUNABLES=x.glibc.malloc.hugetlb=0"}) ==
+  CHECK(withHugePageMalloc({"GLIBC_TUNABLES=x.glibc.malloc.hugetlb=0"}) ==
         std::vector<std::string>{"GLIBC_TUNABLES=x.glibc.malloc.hugetlb=0:glibc.malloc.hugetlb=1"});
   // A variable that only starts with the name is not it.
-  CHECK(helperEnvironment({"GLIBC_TUNABLESX=1"}) ==
+  CHECK(withHugePageMalloc({"GLIBC_TUNABLESX=1"}) ==
         std::vector<std::string>{"GLIBC_TUNABLESX=1", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
 }
 
@@ -256,7 +256,7 @@ TEST_CASE("supervised helper: the child starts with the parent's environment pas
   ::setenv("KPN_UNIT_PARENT_VARIABLE", "kept", 1);
   ::unsetenv("GLIBC_TUNABLES");
   std::string error;
-  SupervisedHelper tuned({"/bin/sh", "-c", answerVariables}, 10s, helperEnvironment);
+  SupervisedHelper tuned({"/bin/sh", "-c", answerVariables}, 10s, withHugePageMalloc);
   CHECK(tuned.call("x", &error) == std::string("kept|glibc.malloc.hugetlb=1|"));
   SupervisedHelper added({"/bin/sh", "-c", answerVariables}, 10s, [](std::vector<std::string> env) {
     env.push_back("KPN_UNIT_CHILD_ONLY=1");

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <thread>
 
+#include "nft/kernel/huge_page_malloc.h"
+
 extern char** environ;
 
 namespace kpn::nft {
@@ -134,8 +136,7 @@ bool SupervisedHelper::start(std::string* error) {
   std::vector<std::string> env;
   std::vector<char*> envp;
   if (environmentFor_) {
-    for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    env = environmentFor_(std::move(env));
+    env = environmentFor_(currentEnvironment());
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
   }

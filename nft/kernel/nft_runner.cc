@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "nft/json_text.h"
-#include "nft/kernel/helper_environment.h"
+#include "nft/kernel/huge_page_malloc.h"
 #include "nft/static_declarations.h"
 
 namespace kpn::nft {
@@ -23,9 +23,9 @@ std::vector<std::pair<Family, std::string>> iptablesNftTables() {
 
 NftRunner::NftRunner(NftRunnerOptions options)
     : options_(options),
-      helper_(nftHelperArgv(options.executable, getpid(), options.tables), options.callTimeout, helperEnvironment),
+      helper_(nftHelperArgv(options.executable, getpid(), options.tables), options.callTimeout, withHugePageMalloc),
       iptablesHelper_(nftHelperArgv(options.executable, getpid(), iptablesNftTables()), options.callTimeout,
-                      helperEnvironment) {}
+                      withHugePageMalloc) {}
 NftRunner::~NftRunner() = default;
 
 namespace {
@@ -101,7 +101,7 @@ RunResult NftRunner::commitScratch(const std::string& table, const std::string& 
     scratchTable_ = table;
     scratchHelper_ = std::make_unique<SupervisedHelper>(
         nftHelperArgv(options_.executable, getpid(), {{Family::IPv4, table}, {Family::IPv6, table}}), options_.callTimeout,
-        helperEnvironment);
+        withHugePageMalloc);
   }
   return change(*scratchHelper_, NftOp::Commit, json);
 }

@@ -1,4 +1,6 @@
-#include "nft/kernel/helper_environment.h"
+#include "nft/kernel/huge_page_malloc.h"
+
+extern char** environ;
 
 namespace kpn::nft {
 
@@ -20,15 +22,21 @@ bool namesHugetlb(const std::string& tunables) {
 
 }  // namespace
 
-std::vector<std::string> helperEnvironment(std::vector<std::string> env) {
+std::vector<std::string> withHugePageMalloc(std::vector<std::string> env) {
   const std::string prefix = kTunablesPrefix;
   for (auto& entry : env) {
     if (entry.compare(0, prefix.size(), prefix) != 0) continue;
     std::string tunables = entry.substr(prefix.size());
-    if (!namesHugetlb(tunables)) entry += (tunables.empty() ? "" : ":") + std::string(kHelperMallocTunable);
+    if (!namesHugetlb(tunables)) entry += (tunables.empty() ? "" : ":") + std::string(kHugePageMallocTunable);
     return env;
   }
-  env.push_back(prefix + kHelperMallocTunable);
+  env.push_back(prefix + kHugePageMallocTunable);
+  return env;
+}
+
+std::vector<std::string> currentEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
   return env;
 }
 
