@@ -85,6 +85,8 @@ def run_as_deployed(lab, init, pid_in_pod):
     # malloc on transparent huge pages (nft/kernel/huge_page_malloc.h): the daemon re-executed
     # itself with the tunable, keeping its PID (asserted above), and its libnftables helper has it.
     assert tunables(host_pid) == "glibc.malloc.hugetlb=1", pod.tail()
+    with open(f"/proc/{host_pid}/comm") as f:
+        assert f.read().strip() == "kube-proxy", "the re-exec renamed the process (ps, pgrep)"
     helpers = children(host_pid)
     assert helpers and all(tunables(h) == "glibc.malloc.hugetlb=1" for h in helpers), (helpers, pod.tail())
     expect_answers(cli, V4, 80, {a.v4, b.v4}, {client.v4}, what="IPv4 ClusterIP from the pod")

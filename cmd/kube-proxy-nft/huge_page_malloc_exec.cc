@@ -1,7 +1,9 @@
 #include "cmd/kube-proxy-nft/huge_page_malloc_exec.h"
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -9,10 +11,29 @@
 
 namespace kpn::cmd {
 
+namespace {
+
+// The kernel names a process (its comm: ps, top, pgrep) after the file it executes: "exe" after
+// the exec of /proc/self/exe below. Gives it back the name of the file it was started as, the
+// last part of argv[0] ("kube-proxy" for /usr/local/bin/kube-proxy).
+void restoreProcessName(const char* argv0) {
+  std::string comm;
+  std::getline(std::ifstream("/proc/self/comm"), comm);
+  std::string name = argv0;
+  name = name.substr(name.rfind('/') + 1);
+  if (comm != "exe" || name.empty() || name == "exe") return;
+  ::prctl(PR_SET_NAME, name.substr(0, 15).c_str());
+}
+
+}  // namespace
+
 void reexecWithHugePageMalloc(char** argv) {
   const std::vector<std::string> env = nft::currentEnvironment();
   std::vector<std::string> tuned = nft::withHugePageMalloc(env);
-  if (tuned == env) return;
+  if (tuned == env) {
+    if (argv[0]) restoreProcessName(argv[0]);
+    return;
+  }
   std::vector<char*> envp;
   for (auto& e : tuned) envp.push_back(e.data());
   envp.push_back(nullptr);
