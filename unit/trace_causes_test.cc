@@ -323,12 +323,16 @@ TEST_CASE("drift: the kernel's elements of a Service against the state's, a miss
 
   // Someone deleted slot 1 and put another endpoint in slot 0, and left an element of a Service
   // that is gone.
+  // Slot 0 names the service port; slot 1, a neighbour by key, has no comment.
   auto& backends = live.sets.at("backends-tcp");
   std::string slot0, slot1;
   for (const auto& [key, comment] : backends.comments)
-    if (comment == "ns/web:http") (key.find(",1]") != std::string::npos || key.find(", 1]") != std::string::npos ? slot1 : slot0) = key;
+    if (comment == "ns/web:http") slot0 = key;
   REQUIRE_FALSE(slot0.empty());
+  for (const auto& [key, value] : backends.elements)
+    if (key != slot0 && key.substr(0, key.rfind(',')) == slot0.substr(0, slot0.rfind(','))) slot1 = key;
   REQUIRE_FALSE(slot1.empty());
+  CHECK_FALSE(backends.comments.count(slot1));
   backends.elements.erase(slot1);
   backends.comments.erase(slot1);
   std::string v = backends.elements[slot0];
@@ -339,6 +343,14 @@ TEST_CASE("drift: the kernel's elements of a Service against the state's, a miss
   REQUIRE(d.unexpected.size() == 1);
   CHECK(d.unexpected[0].find(": 10.0.1.99 . 8080 (the state says @backends-tcp 172.30.0.10 . 80 . 0 : 10.0.1.") !=
         std::string::npos);
+  CHECK_FALSE(trace::serviceDrift(live, desired, "ns/other").any());
+
+  // A slot without a comment that the state does not have is the service's by its destination.
+  std::string slot2 = slot1.substr(0, slot1.rfind(',')) + ",2]}";
+  backends.elements[slot2] = backends.elements[slot0];
+  auto extra = trace::serviceDrift(live, desired, "ns/web");
+  REQUIRE(extra.unexpected.size() == 2);
+  CHECK(extra.unexpected[1].rfind("@backends-tcp 172.30.0.10 . 80 . 2 : 10.0.1.99 . 8080", 0) == 0);
   CHECK_FALSE(trace::serviceDrift(live, desired, "ns/other").any());
 }
 

@@ -28,6 +28,12 @@ std::string destinationId(Family f, KeySpace space, api::Protocol proto, const s
 
 namespace {
 
+// Only a destination's first slot names its service port: the name is for people reading the
+// table, and the other slots are its neighbours by key (destination . slot). A comment on every
+// slot was most of a cold transaction's JSON objects (libnftables parses an element with a
+// comment as two more objects) and a tenth of the kernel's memory per element.
+std::string slotComment(size_t slot, const std::string& comment) { return slot == 0 ? comment : std::string(); }
+
 // "round-robin-ns/web/tcp/http/10.96.0.10" (IPv6 colons as dots, as upstream's chain names),
 // "round-robin-ns/web/tcp/http/nodeport", with "local-" first for the local key spaces.
 std::string roundRobinChainName(const PortPlan& p, KeySpace space, const std::vector<Expr>& dest) {
@@ -90,16 +96,16 @@ void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::ve
     // The slots are the endpoint set's lookup table (source_hash_table.h), not its order.
     pick.endpoints = static_cast<uint32_t>(table->size());
     for (size_t i = 0; i < table->size(); ++i)
-      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{table->at(i), ""}, p.comment));
+      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{table->at(i), ""}, slotComment(i, p.comment)));
   } else if (p.leastConn && order.size() > 1) {
     // The slots are the chosen endpoints (least_conn.h), counted by the shared pick rules.
     const std::vector<std::string> slots = leastConnSlots(order, local ? p.localChosen : p.allChosen);
     pick.endpoints = static_cast<uint32_t>(slots.size());
     for (size_t i = 0; i < slots.size(); ++i)
-      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{slots[i], ""}, p.comment));
+      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{slots[i], ""}, slotComment(i, p.comment)));
   } else {
     for (size_t i = 0; i < order.size(); ++i)
-      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, p.comment));
+      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, slotComment(i, p.comment)));
   }
   if (p.affinitySeconds) return affinityTo(b, p, space, dispatchKey, dispatchMap, order);
   if (p.scheduler == services::Scheduler::RoundRobin && order.size() > 1)

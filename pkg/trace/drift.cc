@@ -11,6 +11,16 @@ bool names(const std::string& comment, const std::string& service) {
   return comment == service || comment.rfind(service + ":", 0) == 0;
 }
 
+// A slot's destination: its key without the slot ("{"concat":["10.96.0.10",80,3]}" ->
+// "{"concat":["10.96.0.10",80"). Only a destination's first slot carries the service port's
+// comment (render/service_dispatch.cc); the others are known by this. "" for a key that is not a
+// concatenation.
+std::string destinationOf(const std::string& key) {
+  if (key.rfind("{\"concat\":", 0) != 0) return "";
+  size_t comma = key.rfind(',');
+  return comma == std::string::npos ? "" : key.substr(0, comma);
+}
+
 std::string elementText(const std::string& set, const std::string& key, const std::string& value) {
   nft::Element e;
   e.set = set;
@@ -27,20 +37,33 @@ Drift serviceDrift(const nft::ListedTable& live, const nft::Table& desired, cons
   std::map<std::string, std::vector<std::string>> wantChains;  // chain -> rules' expression JSON
   for (const auto& [owner, part] : desired.parts) {
     if (!part) continue;
+    const bool own = owner == "svc " + service;  // its slots after the first have no comment
     for (const auto& e : part->elements)
-      if (names(e.comment, service)) want[e.set.str()][e.key] = e.value;
-    if (owner == "svc " + service)
+      if (own || names(e.comment, service)) want[e.set.str()][e.key] = e.value;
+    if (own)
       for (const auto& c : part->chains) {
         auto& rules = wantChains[c.name];
         for (const auto& r : c.rules) rules.push_back(r.exprJson);
       }
   }
-  for (const auto& [set, s] : live.sets)
+  for (const auto& [set, s] : live.sets) {
+    // The service's destinations in this set: those of its wanted elements and of the kernel's
+    // elements that name it; an element without a comment is the service's when it is a slot
+    // of one of them.
+    std::set<std::string> destinations;
+    if (auto ws = want.find(set); ws != want.end())
+      for (const auto& [key, value] : ws->second) destinations.insert(destinationOf(key));
     for (const auto& [key, comment] : s.comments)
       if (names(comment, service)) {
         auto v = s.elements.find(key);
         have[set][key] = v == s.elements.end() ? "" : v->second;
+        destinations.insert(destinationOf(key));
       }
+    destinations.erase("");
+    if (destinations.empty()) continue;
+    for (const auto& [key, value] : s.elements)
+      if (!s.comments.count(key) && destinations.count(destinationOf(key))) have[set][key] = value;
+  }
   Drift d;
   for (const auto& [set, elems] : want)
     for (const auto& [key, value] : elems) {
