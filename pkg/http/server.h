@@ -76,6 +76,9 @@ class Loop {
   // fn's exceptions propagate to the caller.
   void call(const std::function<void()>& fn);
   bool onLoopThread() const;
+  // Returns once asio's socket records are made, on a thread of their own that the constructor
+  // starts (server.cc says why) and that then ends; the destructor waits for it too.
+  void waitForSocketRecords();
   size_t openConnections();  // of all its servers, now (from outside and from this host)
   LoopStats stats();
 
