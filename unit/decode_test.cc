@@ -82,7 +82,7 @@ items:
   CHECK(out.services[1].ports[0].port == 5432);
   REQUIRE(out.slices.size() == 1);
   CHECK(out.slices[0].serviceName == "web");
-  CHECK(out.slices[0].endpoints[0].addresses == std::vector<std::string>{"10.244.1.5"});
+  CHECK(out.slices[0].endpoints[0].addresses() == std::vector<std::string>{"10.244.1.5"});
 }
 
 TEST_CASE("a JSON Service decodes every field a proxy reads") {
@@ -188,7 +188,7 @@ endpoints:
   REQUIRE(out.errors.empty());
   CHECK(out.services[0].clusterIPs == std::vector<std::string>{"fd00::1"});
   CHECK(out.services[0].externalIPs == std::vector<std::string>{"2001:db8::1"});
-  CHECK(out.slices[0].endpoints[0].addresses == std::vector<std::string>{"fd00:10::5"});
+  CHECK(out.slices[0].endpoints[0].addresses() == std::vector<std::string>{"fd00:10::5"});
 }
 
 TEST_CASE("clusterIP None makes a headless service with no addresses") {
@@ -418,8 +418,8 @@ endpoints:
   CHECK(s.endpoints[1].conditions.isTerminating());
   CHECK(s.endpoints[1].nodeName == "node-a");
   CHECK(s.endpoints[1].zone == "zone-1");
-  CHECK(s.endpoints[1].hintZones == std::vector<std::string>{"zone-1", "zone-2"});
-  CHECK(s.endpoints[1].hintNodes == std::vector<std::string>{"node-a"});
+  CHECK(s.endpoints[1].hintZones() == std::vector<std::string>{"zone-1", "zone-2"});
+  CHECK(s.endpoints[1].hintNodes() == std::vector<std::string>{"node-a"});
   CHECK_FALSE(s.endpoints[2].conditions.ready.has_value());
 }
 
@@ -432,8 +432,8 @@ TEST_CASE("a bad endpoint address drops that endpoint only, with a warning") {
   CHECK(out.errors.empty());
   REQUIRE(out.slices.size() == 1);
   REQUIRE(out.slices[0].endpoints.size() == 2);
-  CHECK(out.slices[0].endpoints[0].addresses[0] == "10.0.0.1");
-  CHECK(out.slices[0].endpoints[1].addresses[0] == "10.0.0.5");
+  CHECK(out.slices[0].endpoints[0].address == "10.0.0.1");
+  CHECK(out.slices[0].endpoints[1].address == "10.0.0.5");
   REQUIRE(out.warnings.size() == 4);
   CHECK(out.warnings[0] == "EndpointSlice default/s1: endpoints[1].addresses[0] \"10.0.0.999\" is not an IP address; endpoint dropped");
   CHECK(out.warnings[1].find("\"fd00::1\" is not IPv4") != std::string::npos);
