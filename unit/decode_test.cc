@@ -6,6 +6,7 @@
 #include <string>
 
 #include "pkg/api/decode.h"
+#include "pkg/api/encode.h"
 #include "pkg/api/validate.h"
 
 namespace kpn::api {
@@ -640,6 +641,37 @@ TEST_CASE("protocolName is the nft spelling") {
   CHECK(std::string(protocolName(Protocol::TCP)) == "tcp");
   CHECK(std::string(protocolName(Protocol::UDP)) == "udp");
   CHECK(std::string(protocolName(Protocol::SCTP)) == "sctp");
+}
+
+TEST_CASE("an endpoint's further addresses and hints are kept beside the first, and survive encode and decode") {
+  auto out = decodeYaml(R"(
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: multi, namespace: shop, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+endpoints:
+- addresses: ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+  nodeName: node-a
+  zone: zone-1
+  hints: {forZones: [{name: zone-1}]}
+- addresses: ["10.0.0.9"]
+  nodeName: node-a
+)");
+  REQUIRE(out.slices.size() == 1);
+  const EndpointSlice& s = out.slices[0];
+  REQUIRE(s.endpoints.size() == 2);
+  CHECK(s.endpoints[0].address == "10.0.0.1");
+  CHECK(s.endpoints[0].addresses() == std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.3"});
+  CHECK(s.endpoints[0].hintZones() == std::vector<std::string>{"zone-1"});
+  CHECK(s.endpoints[1].addresses() == std::vector<std::string>{"10.0.0.9"});
+  CHECK(s.endpoints[1].hintZones().empty());
+  CHECK(s.endpoints[0].nodeName == s.endpoints[1].nodeName);
+  CHECK(&s.endpoints[0].nodeName.str() == &s.endpoints[1].nodeName.str());  // one interned copy
+
+  DecodedObjects again = decodeJson(encodeEndpointSlice(s));
+  REQUIRE(again.slices.size() == 1);
+  CHECK(again.slices[0] == s);
+  CHECK(again.slices[0].endpoints[0].addresses() == s.endpoints[0].addresses());
 }
 
 }  // namespace
