@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     slice->ports.push_back({"dns", api::Protocol::UDP, 5353});
     for (uint32_t e = 0; e < endpoints; ++e) {
       api::Endpoint ep;
-      ep.addresses = {v4(epBase, s * endpoints + e)};
+      ep.address = v4(epBase, s * endpoints + e);
       slice->endpoints.push_back(ep);
     }
     st.upsertService(svc);

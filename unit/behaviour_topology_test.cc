@@ -37,8 +37,7 @@ void addWeb(World& w, const std::vector<Hinted>& eps, const std::string& etp = "
   for (const auto& e : eps) plain.push_back({e.ip, e.ready, true, !e.ready, e.node});
   auto s = slice("ns", "web-4", "web", {epPort("http", 8080)}, plain);
   for (size_t i = 0; i < eps.size(); ++i) {
-    s->endpoints[i].hintZones = eps[i].zones;
-    s->endpoints[i].hintNodes = eps[i].nodes;
+    s->endpoints[i].setHints(eps[i].zones, eps[i].nodes);
   }
   w.st.upsertSlice(s);
 }

@@ -199,8 +199,8 @@ TEST_CASE("conntrack: the snapshot changes only when a UDP service does") {
   idx.update(c.st, c.cfg, &changed);
   auto second = idx.snapshot();
   REQUIRE((second != first));
-  CHECK(first->at("kube-system/dns").slices.front()->endpoints.front().addresses.front() == "10.244.0.5");
-  CHECK(second->at("kube-system/dns").slices.front()->endpoints.front().addresses.front() == "10.244.0.6");
+  CHECK(first->at("kube-system/dns").slices.front()->endpoints.front().address == "10.244.0.5");
+  CHECK(second->at("kube-system/dns").slices.front()->endpoints.front().address == "10.244.0.6");
 
   // Another proxy's service, and a deleted one, leave the snapshot.
   c.st.deleteService("kube-system", "dns");

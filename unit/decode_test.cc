@@ -6,6 +6,7 @@
 #include <string>
 
 #include "pkg/api/decode.h"
+#include "pkg/api/encode.h"
 #include "pkg/api/validate.h"
 
 namespace kpn::api {
@@ -82,7 +83,7 @@ items:
   CHECK(out.services[1].ports[0].port == 5432);
   REQUIRE(out.slices.size() == 1);
   CHECK(out.slices[0].serviceName == "web");
-  CHECK(out.slices[0].endpoints[0].addresses == std::vector<std::string>{"10.244.1.5"});
+  CHECK(out.slices[0].endpoints[0].addresses() == std::vector<std::string>{"10.244.1.5"});
 }
 
 TEST_CASE("a JSON Service decodes every field a proxy reads") {
@@ -188,7 +189,7 @@ endpoints:
   REQUIRE(out.errors.empty());
   CHECK(out.services[0].clusterIPs == std::vector<std::string>{"fd00::1"});
   CHECK(out.services[0].externalIPs == std::vector<std::string>{"2001:db8::1"});
-  CHECK(out.slices[0].endpoints[0].addresses == std::vector<std::string>{"fd00:10::5"});
+  CHECK(out.slices[0].endpoints[0].addresses() == std::vector<std::string>{"fd00:10::5"});
 }
 
 TEST_CASE("clusterIP None makes a headless service with no addresses") {
@@ -418,8 +419,8 @@ endpoints:
   CHECK(s.endpoints[1].conditions.isTerminating());
   CHECK(s.endpoints[1].nodeName == "node-a");
   CHECK(s.endpoints[1].zone == "zone-1");
-  CHECK(s.endpoints[1].hintZones == std::vector<std::string>{"zone-1", "zone-2"});
-  CHECK(s.endpoints[1].hintNodes == std::vector<std::string>{"node-a"});
+  CHECK(s.endpoints[1].hintZones() == std::vector<std::string>{"zone-1", "zone-2"});
+  CHECK(s.endpoints[1].hintNodes() == std::vector<std::string>{"node-a"});
   CHECK_FALSE(s.endpoints[2].conditions.ready.has_value());
 }
 
@@ -432,8 +433,8 @@ TEST_CASE("a bad endpoint address drops that endpoint only, with a warning") {
   CHECK(out.errors.empty());
   REQUIRE(out.slices.size() == 1);
   REQUIRE(out.slices[0].endpoints.size() == 2);
-  CHECK(out.slices[0].endpoints[0].addresses[0] == "10.0.0.1");
-  CHECK(out.slices[0].endpoints[1].addresses[0] == "10.0.0.5");
+  CHECK(out.slices[0].endpoints[0].address == "10.0.0.1");
+  CHECK(out.slices[0].endpoints[1].address == "10.0.0.5");
   REQUIRE(out.warnings.size() == 4);
   CHECK(out.warnings[0] == "EndpointSlice default/s1: endpoints[1].addresses[0] \"10.0.0.999\" is not an IP address; endpoint dropped");
   CHECK(out.warnings[1].find("\"fd00::1\" is not IPv4") != std::string::npos);
@@ -640,6 +641,37 @@ TEST_CASE("protocolName is the nft spelling") {
   CHECK(std::string(protocolName(Protocol::TCP)) == "tcp");
   CHECK(std::string(protocolName(Protocol::UDP)) == "udp");
   CHECK(std::string(protocolName(Protocol::SCTP)) == "sctp");
+}
+
+TEST_CASE("an endpoint's further addresses and hints are kept beside the first, and survive encode and decode") {
+  auto out = decodeYaml(R"(
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: multi, namespace: shop, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+endpoints:
+- addresses: ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+  nodeName: node-a
+  zone: zone-1
+  hints: {forZones: [{name: zone-1}]}
+- addresses: ["10.0.0.9"]
+  nodeName: node-a
+)");
+  REQUIRE(out.slices.size() == 1);
+  const EndpointSlice& s = out.slices[0];
+  REQUIRE(s.endpoints.size() == 2);
+  CHECK(s.endpoints[0].address == "10.0.0.1");
+  CHECK(s.endpoints[0].addresses() == std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.3"});
+  CHECK(s.endpoints[0].hintZones() == std::vector<std::string>{"zone-1"});
+  CHECK(s.endpoints[1].addresses() == std::vector<std::string>{"10.0.0.9"});
+  CHECK(s.endpoints[1].hintZones().empty());
+  CHECK(s.endpoints[0].nodeName == s.endpoints[1].nodeName);
+  CHECK(&s.endpoints[0].nodeName.str() == &s.endpoints[1].nodeName.str());  // one interned copy
+
+  DecodedObjects again = decodeJson(encodeEndpointSlice(s));
+  REQUIRE(again.slices.size() == 1);
+  CHECK(again.slices[0] == s);
+  CHECK(again.slices[0].endpoints[0].addresses() == s.endpoints[0].addresses());
 }
 
 }  // namespace

@@ -91,16 +91,15 @@ TEST_CASE("api encode: every field decode reads comes back equal") {
   ep.port = 8080;
   es.ports = {ep};
   api::Endpoint e1;
-  e1.addresses = {"10.244.0.5"};
+  e1.address = "10.244.0.5";
   e1.conditions.ready = false;
   e1.conditions.serving = true;
   e1.conditions.terminating = true;
   e1.nodeName = "node-a";
   e1.zone = "zone-a";
-  e1.hintZones = {"zone-a"};
-  e1.hintNodes = {"node-a"};
+  e1.setHints({"zone-a"}, {"node-a"});
   api::Endpoint e2;
-  e2.addresses = {"10.244.0.6"};
+  e2.address = "10.244.0.6";
   es.endpoints = {e1, e2};
   CHECK(decodeOne(api::encodeEndpointSlice(es)).slices.at(0) == es);
 

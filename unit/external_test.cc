@@ -175,7 +175,7 @@ endpoints: [{addresses: [10.244.0.010]}]
   CHECK(out.services[0].loadBalancerSourceRanges == std::vector<std::string>{"10.0.0.0/8"});
   CHECK_FALSE(out.services[0].sourceRangeUnreadable);
   REQUIRE(out.slices.size() == 1);
-  CHECK(out.slices[0].endpoints.at(0).addresses == std::vector<std::string>{"10.244.0.10"});
+  CHECK(out.slices[0].endpoints.at(0).addresses() == std::vector<std::string>{"10.244.0.10"});
 }
 
 TEST_CASE("an unreadable loadBalancerSourceRanges entry closes the firewall in every family, valid ranges beside it included") {

@@ -46,7 +46,7 @@ inline std::shared_ptr<api::EndpointSlice> slice(const std::string& ns, const st
   s->ports = std::move(ports);
   for (auto& e : eps) {
     api::Endpoint ep;
-    ep.addresses = {e.ip};
+    ep.address = e.ip;
     ep.conditions.ready = e.ready;
     ep.conditions.serving = e.serving;
     ep.conditions.terminating = e.terminating;

@@ -213,7 +213,7 @@ TEST_CASE("an object in two files comes from the first by name; the next one tak
   ManifestDir md(d.path, "node-a", st);
   md.start();
   CHECK(clusterIP(st, "default/web") == "10.0.0.1");
-  CHECK(st.slicesByService.at("default/web").at("web-1")->endpoints[0].addresses[0] == "10.244.0.1");
+  CHECK(st.slicesByService.at("default/web").at("web-1")->endpoints[0].address == "10.244.0.1");
   CHECK(logs.has("20-second.yaml: Service default/web is ignored: 10-first.yaml defines it too"));
 
   // The loser's changes stay invisible while the winner defines the object.
@@ -224,7 +224,7 @@ TEST_CASE("an object in two files comes from the first by name; the next one tak
   writeFile(d / "10-first.yaml", svc("other", "10.0.0.9"));
   CHECK(pump(md));
   CHECK(clusterIP(st, "default/web") == "10.0.0.22");
-  CHECK(st.slicesByService.at("default/web").at("web-1")->endpoints[0].addresses[0] == "10.244.0.22");
+  CHECK(st.slicesByService.at("default/web").at("web-1")->endpoints[0].address == "10.244.0.22");
   CHECK(clusterIP(st, "default/other") == "10.0.0.9");
 
   fs::remove(d / "20-second.yaml");

@@ -238,7 +238,7 @@ TEST_CASE("causes: traffic policy Local, source ranges, topology; and what the d
   w.st.setNode(node);
   auto topo = slice("ns", "topo-1", "topo", {epPort("http", 8080)}, {ready("10.0.1.7"), ready("10.0.1.8"), ready("10.0.2.1", "node-b")});
   const char* zones[] = {"zone-a", "zone-a", "zone-b"};
-  for (size_t i = 0; i < 3; ++i) topo->endpoints[i].hintZones = {zones[i]};
+  for (size_t i = 0; i < 3; ++i) topo->endpoints[i].setHints({zones[i]}, {});
   w.st.upsertService(service("ns", "topo", {"172.30.0.22"}, {port("http", 80)}));
   w.st.upsertSlice(topo);
   auto k = knownOf(w);

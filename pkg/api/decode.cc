@@ -404,12 +404,18 @@ Endpoint decodeEndpoint(const JV& v, const Path& p, IPFamily family) {
   Path ap = p / "addresses";
   const JV* addrs = field(o, "addresses");
   if (!addrs || asArray(*addrs, ap).Empty()) fail(ap, "is empty");
+  std::vector<std::string> more;  // after the first: rare
   for (rapidjson::SizeType i = 0; i < addrs->Size(); ++i) {
     IPFamily f;
     std::string ip = ipField((*addrs)[i], ap[i], &f);
     if (f != family)
       fail(ap[i], quoted(ip) + (family == IPFamily::V4 ? " is not IPv4" : " is not IPv6") + " as the addressType says");
-    ep.addresses.push_back(std::move(ip));
+    if (i == 0) ep.address = std::move(ip);
+    else more.push_back(std::move(ip));
+  }
+  if (!more.empty()) {
+    more.insert(more.begin(), ep.address);
+    ep.setAddresses(std::move(more));
   }
   if (const JV* c = field(o, "conditions")) {
     Path cp = p / "conditions";
@@ -423,8 +429,8 @@ Endpoint decodeEndpoint(const JV& v, const Path& p, IPFamily family) {
   if (const JV* h = field(o, "hints")) {
     Path hp = p / "hints";
     const JV& ho = asObject(*h, hp);
-    ep.hintZones = hintNames(ho, "forZones", hp);
-    ep.hintNodes = hintNames(ho, "forNodes", hp);
+    std::vector<std::string> zones = hintNames(ho, "forZones", hp);
+    ep.setHints(std::move(zones), hintNames(ho, "forNodes", hp));
   }
   return ep;
 }

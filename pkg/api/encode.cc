@@ -153,7 +153,7 @@ std::string encodeEndpointSlice(const EndpointSlice& s) {
   w.StartArray();
   for (const auto& e : s.endpoints) {
     w.StartObject();
-    strings(w, "addresses", e.addresses);
+    strings(w, "addresses", e.addresses());
     w.Key("conditions");
     w.StartObject();
     auto cond = [&](const char* k, const std::optional<bool>& v) {
@@ -167,7 +167,7 @@ std::string encodeEndpointSlice(const EndpointSlice& s) {
     w.EndObject();
     if (!e.nodeName.empty()) str(w, "nodeName", e.nodeName);
     if (!e.zone.empty()) str(w, "zone", e.zone);
-    if (!e.hintZones.empty() || !e.hintNodes.empty()) {
+    if (!e.hintZones().empty() || !e.hintNodes().empty()) {
       w.Key("hints");
       w.StartObject();
       auto names = [&](const char* k, const std::vector<std::string>& v) {
@@ -181,8 +181,8 @@ std::string encodeEndpointSlice(const EndpointSlice& s) {
         }
         w.EndArray();
       };
-      names("forZones", e.hintZones);
-      names("forNodes", e.hintNodes);
+      names("forZones", e.hintZones());
+      names("forNodes", e.hintNodes());
       w.EndObject();
     }
     w.EndObject();

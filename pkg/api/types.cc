@@ -34,8 +34,47 @@ bool operator==(const EndpointConditions& a, const EndpointConditions& b) {
 }
 
 bool operator==(const Endpoint& a, const Endpoint& b) {
-  return std::tie(a.addresses, a.conditions, a.nodeName, a.zone, a.hintZones, a.hintNodes) ==
-         std::tie(b.addresses, b.conditions, b.nodeName, b.zone, b.hintZones, b.hintNodes);
+  return a.address == b.address && a.conditions == b.conditions && a.nodeName == b.nodeName && a.zone == b.zone &&
+         a.addresses() == b.addresses() && a.hintZones() == b.hintZones() && a.hintNodes() == b.hintNodes();
+}
+
+std::vector<std::string> Endpoint::addresses() const {
+  std::vector<std::string> out;
+  if (address.empty()) return out;
+  out.reserve(1 + (rare_ ? rare_->moreAddresses.size() : 0));
+  out.push_back(address);
+  if (rare_) out.insert(out.end(), rare_->moreAddresses.begin(), rare_->moreAddresses.end());
+  return out;
+}
+
+void Endpoint::setAddresses(std::vector<std::string> all) {
+  Rare r = rare_ ? *rare_ : Rare{};
+  address = all.empty() ? std::string() : std::move(all.front());
+  if (!all.empty()) all.erase(all.begin());
+  r.moreAddresses = std::move(all);
+  setRare(std::move(r));
+}
+
+namespace {
+const std::vector<std::string>& noNames() {
+  static const auto* none = new std::vector<std::string>;
+  return *none;
+}
+}  // namespace
+
+const std::vector<std::string>& Endpoint::hintZones() const { return rare_ ? rare_->hintZones : noNames(); }
+const std::vector<std::string>& Endpoint::hintNodes() const { return rare_ ? rare_->hintNodes : noNames(); }
+
+void Endpoint::setHints(std::vector<std::string> zones, std::vector<std::string> nodes) {
+  Rare r = rare_ ? *rare_ : Rare{};
+  r.hintZones = std::move(zones);
+  r.hintNodes = std::move(nodes);
+  setRare(std::move(r));
+}
+
+void Endpoint::setRare(Rare r) {
+  if (r.moreAddresses.empty() && r.hintZones.empty() && r.hintNodes.empty()) rare_.reset();
+  else rare_ = std::make_shared<const Rare>(std::move(r));
 }
 
 bool operator==(const Service& a, const Service& b) {

@@ -4,9 +4,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "pkg/api/interned.h"
 
 namespace kpn::api {
 
@@ -74,13 +77,34 @@ struct EndpointConditions {
   bool isTerminating() const { return terminating && *terminating; }
 };
 
+// One endpoint of a slice. 100k of them at 10k services x 10 endpoints make this the bulk of the
+// decoded state, so the layout keeps the common case small (72 bytes, no allocation for an IPv4
+// endpoint): the one address proxies use inline, node and zone names interned, and what most
+// endpoints lack (more addresses, topology hints) in one shared side allocation only when present.
 struct Endpoint {
-  std::vector<std::string> addresses;  // canonical text, all of the slice's address type
+  // The first address (canonical text, of the slice's address type): the one a proxy uses, as
+  // upstream does (an endpoint's addresses are all one pod). "" only in hand-built endpoints.
+  std::string address;
   EndpointConditions conditions;
-  std::string nodeName;
-  std::string zone;
-  std::vector<std::string> hintZones;
-  std::vector<std::string> hintNodes;
+  InternedString nodeName;
+  InternedString zone;
+
+  // Every address, the first one first.
+  std::vector<std::string> addresses() const;
+  void setAddresses(std::vector<std::string> all);
+  // hints.forZones[].name and hints.forNodes[].name.
+  const std::vector<std::string>& hintZones() const;
+  const std::vector<std::string>& hintNodes() const;
+  void setHints(std::vector<std::string> zones, std::vector<std::string> nodes);
+
+ private:
+  struct Rare {
+    std::vector<std::string> moreAddresses;  // after the first
+    std::vector<std::string> hintZones, hintNodes;
+  };
+  void setRare(Rare r);
+  std::shared_ptr<const Rare> rare_;  // null when all three are empty; immutable, so copies share it
+  friend bool operator==(const Endpoint& a, const Endpoint& b);
 };
 
 struct EndpointSlice {

@@ -25,7 +25,7 @@ EndpointIps servingEndpoints(const api::ServicePort& sp, const std::vector<state
   services::forEachEndpointOfPort(sp, slices, services::familyWordOfAf(family), [&](const api::Endpoint& ep, int32_t) {
     if (!isConntrackTarget(ep.conditions)) return;
     uint8_t f = 0;
-    auto ip = parseIp(ep.addresses.front(), &f);
+    auto ip = parseIp(ep.address, &f);
     if (ip && f == family) out.push_back(*ip);
   });
   std::sort(out.begin(), out.end());

@@ -34,7 +34,7 @@ std::optional<HealthCheckService> entryOf(const state::ClusterState& st, const s
     const std::vector<const api::EndpointSlice*> slices = services::slicesOf(st, key);
     for (const auto& sp : svc.ports)
       services::forEachEndpointOfPort(sp, slices, addressType, [&](const api::Endpoint& ep, int32_t) {
-        if (countsForHealthCheck(ep, cfg.nodeName)) local.insert(ep.addresses.front());
+        if (countsForHealthCheck(ep, cfg.nodeName)) local.insert(ep.address);
       });
   }
   return HealthCheckService{svc.meta.ns, svc.meta.name, static_cast<int>(local.size())};

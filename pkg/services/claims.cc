@@ -46,44 +46,74 @@ void DestinationClaims::update(const std::string& serviceKey, const api::Service
 
 void DestinationClaims::update(const std::string& serviceKey, const std::string& rank, std::vector<std::string> dests,
                                std::set<std::string>* affected) {
-  Held next{dests.empty() ? std::string() : rank, std::move(dests)};
+  std::sort(dests.begin(), dests.end());
+  dests.erase(std::unique(dests.begin(), dests.end()), dests.end());
   auto old = byService_.find(serviceKey);
-  if (old != byService_.end() && old->second == next) return;
-  auto winner = [](const std::map<std::string, std::string>& c) { return c.empty() ? std::string() : c.begin()->second; };
+  if (old != byService_.end() && old->second.rank == rank && old->second.dests.size() == dests.size() &&
+      std::equal(dests.begin(), dests.end(), old->second.dests.begin(),
+                 [](const std::string& d, const std::string* held) { return d == *held; }))
+    return;
+  auto winner = [](const std::vector<Claimant>& c) { return c.empty() ? std::string() : c.front()->first; };
   auto note = [&](const std::string& before, const std::string& after) {
     if (!affected || before == after) return;
     for (const std::string* k : {&before, &after})
       if (!k->empty() && *k != serviceKey) affected->insert(*k);
   };
   if (old != byService_.end()) {
-    for (const auto& d : old->second.dests) {
-      auto c = claims_.find(d);
+    for (const std::string* d : old->second.dests) {
+      auto c = claims_.find(*d);
       if (c == claims_.end()) continue;
       std::string before = winner(c->second);
-      c->second.erase(old->second.rank);
+      c->second.erase(std::remove(c->second.begin(), c->second.end(), &*old), c->second.end());
       note(before, winner(c->second));
       if (c->second.empty()) claims_.erase(c);
     }
     byService_.erase(old);
   }
-  if (next.dests.empty()) return;
-  for (const auto& d : next.dests) {
-    auto& c = claims_[d];
-    std::string before = winner(c);
-    c.emplace(next.rank, serviceKey);
-    note(before, winner(c));
+  if (dests.empty()) return;
+  auto& entry = *byService_.emplace(serviceKey, Held{rank, {}}).first;
+  entry.second.dests.reserve(dests.size());
+  for (auto& d : dests) {
+    auto c = claims_.try_emplace(std::move(d)).first;
+    entry.second.dests.push_back(&c->first);
+    std::string before = winner(c->second);
+    auto at = std::upper_bound(c->second.begin(), c->second.end(), rank,
+                               [](const std::string& r, Claimant held) { return r < held->second.rank; });
+    c->second.insert(at, &entry);
+    note(before, winner(c->second));
   }
-  byService_.emplace(serviceKey, std::move(next));
+}
+
+DestinationClaims& DestinationClaims::operator=(const DestinationClaims& o) {
+  if (this == &o) return *this;
+  clear();
+  for (const auto& [key, held] : o.byService_) {
+    std::vector<std::string> dests;
+    for (const std::string* d : held.dests) dests.push_back(*d);
+    update(key, held.rank, std::move(dests), nullptr);
+  }
+  return *this;
+}
+
+bool DestinationClaims::operator==(const DestinationClaims& o) const {
+  // claims_ follows from byService_.
+  return std::equal(byService_.begin(), byService_.end(), o.byService_.begin(), o.byService_.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.first == b.first && a.second.rank == b.second.rank &&
+                             std::equal(a.second.dests.begin(), a.second.dests.end(), b.second.dests.begin(),
+                                        b.second.dests.end(),
+                                        [](const std::string* x, const std::string* y) { return *x == *y; });
+                    });
 }
 
 bool DestinationClaims::owns(const std::string& serviceKey, const std::string& dest) const {
   auto c = claims_.find(dest);
-  return c == claims_.end() || c->second.empty() || c->second.begin()->second == serviceKey;
+  return c == claims_.end() || c->second.empty() || c->second.front()->first == serviceKey;
 }
 
 std::string DestinationClaims::owner(const std::string& dest) const {
   auto c = claims_.find(dest);
-  return c == claims_.end() || c->second.empty() ? std::string() : c->second.begin()->second;
+  return c == claims_.end() || c->second.empty() ? std::string() : c->second.front()->first;
 }
 
 }  // namespace kpn::services

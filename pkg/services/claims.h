@@ -30,6 +30,10 @@ std::string claimRank(const api::Service& svc);
 
 class DestinationClaims {
  public:
+  DestinationClaims() = default;
+  DestinationClaims(const DestinationClaims& o) { *this = o; }
+  DestinationClaims& operator=(const DestinationClaims& o);
+
   // `svc` (null: gone, or not proxied) now claims destinationsOf(*svc). Services (keys) other
   // than `serviceKey` that won or lost a destination by it are added to *affected.
   void update(const std::string& serviceKey, const api::Service* svc, std::set<std::string>* affected);
@@ -43,15 +47,18 @@ class DestinationClaims {
   bool owns(const std::string& serviceKey, const std::string& dest) const;
   // The service that holds dest, or "".
   std::string owner(const std::string& dest) const;
-  bool operator==(const DestinationClaims& o) const { return claims_ == o.claims_ && byService_ == o.byService_; }
+  bool operator==(const DestinationClaims& o) const;
 
  private:
+  // Each service's rank and destinations are stored once, in byService_; a destination's
+  // claimants point at those entries and its Held points back at the destination's key (map
+  // nodes do not move). At 10k services the copies of keys and ranks in both maps were megabytes.
   struct Held {
     std::string rank;
-    std::vector<std::string> dests;
-    bool operator==(const Held& o) const { return rank == o.rank && dests == o.dests; }
+    std::vector<const std::string*> dests;  // keys of claims_, sorted by value
   };
-  std::map<std::string, std::map<std::string, std::string>> claims_;  // dest -> rank -> service key
+  using Claimant = const std::pair<const std::string, Held>*;  // an entry of byService_
+  std::map<std::string, std::vector<Claimant>> claims_;  // dest -> claimants, by rank (the first holds it)
   std::map<std::string, Held> byService_;
 };
 

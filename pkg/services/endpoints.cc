@@ -24,7 +24,7 @@ void collect(const api::ServicePort& sp, const std::vector<const api::EndpointSl
   forEachEndpointOfPort(sp, slices, addressType, [&](const api::Endpoint& ep, int32_t port) {
     // Upstream uses the first address only: all of an endpoint's addresses are one pod.
     const bool onThisNode = !nodeName.empty() && ep.nodeName == nodeName;
-    EndpointChoice c{ep.addresses.front(), port, onThisNode, onThisNode || nodeName.empty() || ep.nodeName.empty()};
+    EndpointChoice c{ep.address, port, onThisNode, onThisNode || nodeName.empty() || ep.nodeName.empty()};
     if (takesNewConnections(ep.conditions)) {
       out.ready.push_back(c);
       out.readyFrom.push_back(&ep);
@@ -43,10 +43,10 @@ std::string topologyMode(const Collected& c, const std::string& nodeName, const 
   if (c.readyFrom.empty()) return "";
   bool allNodeHints = true, forNode = false, allZoneHints = true, forZone = false;
   for (const api::Endpoint* ep : c.readyFrom) {
-    if (ep->hintNodes.empty()) allNodeHints = false;
-    else if (!nodeName.empty() && has(ep->hintNodes, nodeName)) forNode = true;
-    if (ep->hintZones.empty()) allZoneHints = false;
-    else if (!zone.empty() && has(ep->hintZones, zone)) forZone = true;
+    if (ep->hintNodes().empty()) allNodeHints = false;
+    else if (!nodeName.empty() && has(ep->hintNodes(), nodeName)) forNode = true;
+    if (ep->hintZones().empty()) allZoneHints = false;
+    else if (!zone.empty() && has(ep->hintZones(), zone)) forZone = true;
   }
   if (allNodeHints && forNode) return "PreferSameNode";
   if (allZoneHints && forZone) return "PreferSameZone";
@@ -59,7 +59,7 @@ std::vector<EndpointChoice> readyForTopology(const Collected& c, const std::stri
   std::vector<EndpointChoice> out;
   for (size_t i = 0; i < c.ready.size(); ++i) {
     const api::Endpoint& ep = *c.readyFrom[i];
-    if (mode == "PreferSameNode" ? has(ep.hintNodes, nodeName) : has(ep.hintZones, zone)) out.push_back(c.ready[i]);
+    if (mode == "PreferSameNode" ? has(ep.hintNodes(), nodeName) : has(ep.hintZones(), zone)) out.push_back(c.ready[i]);
   }
   return out;
 }

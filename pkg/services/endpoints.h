@@ -28,7 +28,7 @@ void forEachEndpointOfPort(const api::ServicePort& sp, const Slices& slices, con
     const api::EndpointPort* port = slicePortFor(*slice, sp);
     if (!port) continue;
     for (const api::Endpoint& ep : slice->endpoints)
-      if (!ep.addresses.empty()) visit(ep, *port->port);
+      if (!ep.address.empty()) visit(ep, *port->port);
   }
 }
 

@@ -42,11 +42,13 @@ std::vector<std::pair<std::string, std::shared_ptr<const T>>> keyed(std::vector<
 }  // namespace
 
 bool ManifestMerge::setFile(const std::string& file, api::DecodedObjects objs) {
-  FileKeys& keys = files_[file];
-  bool changed = update(services_, file, keys.services, keyed(std::move(objs.services), file));
-  changed |= update(slices_, file, keys.slices, keyed(std::move(objs.slices), file));
-  changed |= update(nodes_, file, keys.nodes, keyed(std::move(objs.nodes), file));
-  changed |= update(serviceCIDRs_, file, keys.serviceCIDRs, keyed(std::move(objs.serviceCIDRs), file));
+  auto entry = files_.try_emplace(file).first;
+  const std::string& name = entry->first;  // the stable copy the claims point to
+  FileKeys& keys = entry->second;
+  bool changed = update(services_, name, keys.services, keyed(std::move(objs.services), name));
+  changed |= update(slices_, name, keys.slices, keyed(std::move(objs.slices), name));
+  changed |= update(nodes_, name, keys.nodes, keyed(std::move(objs.nodes), name));
+  changed |= update(serviceCIDRs_, name, keys.serviceCIDRs, keyed(std::move(objs.serviceCIDRs), name));
   return changed;
 }
 
@@ -54,10 +56,10 @@ bool ManifestMerge::dropFile(const std::string& file) {
   auto it = files_.find(file);
   if (it == files_.end()) return false;
   bool changed = false;
-  for (const auto& key : it->second.services) changed |= unclaim(services_, key, file);
-  for (const auto& key : it->second.slices) changed |= unclaim(slices_, key, file);
-  for (const auto& key : it->second.nodes) changed |= unclaim(nodes_, key, file);
-  for (const auto& key : it->second.serviceCIDRs) changed |= unclaim(serviceCIDRs_, key, file);
+  for (const std::string* key : it->second.services) changed |= unclaim(services_, *key, file);
+  for (const std::string* key : it->second.slices) changed |= unclaim(slices_, *key, file);
+  for (const std::string* key : it->second.nodes) changed |= unclaim(nodes_, *key, file);
+  for (const std::string* key : it->second.serviceCIDRs) changed |= unclaim(serviceCIDRs_, *key, file);
   files_.erase(it);
   return changed;
 }
@@ -82,41 +84,47 @@ std::vector<std::string> ManifestMerge::files() const {
 }
 
 template <class T>
-bool ManifestMerge::update(Claims<T>& claims, const std::string& file, std::vector<std::string>& keys,
+bool ManifestMerge::update(Claims<T>& claims, const std::string& file, std::vector<const std::string*>& keys,
                            std::vector<std::pair<std::string, std::shared_ptr<const T>>> objs) {
   // Walk the file's old keys and new objects side by side (both sorted): keys only in the old
   // list are released, everything in the new list is (re)claimed.
   bool changed = false;
   size_t i = 0;
+  std::vector<const std::string*> next;
+  next.reserve(objs.size());
   for (auto& [key, obj] : objs) {
-    for (; i < keys.size() && keys[i] < key; ++i) changed |= unclaim(claims, keys[i], file);
-    if (i < keys.size() && keys[i] == key) ++i;
-    changed |= claim(claims, key, file, std::move(obj));
+    for (; i < keys.size() && *keys[i] < key; ++i) changed |= unclaim(claims, *keys[i], file);
+    if (i < keys.size() && *keys[i] == key) ++i;
+    auto claimed = claims.try_emplace(std::move(key)).first;
+    next.push_back(&claimed->first);
+    changed |= claim<T>(claimed, file, std::move(obj));
   }
-  for (; i < keys.size(); ++i) changed |= unclaim(claims, keys[i], file);
-  keys.clear();
-  keys.reserve(objs.size());
-  for (auto& kv : objs) keys.push_back(std::move(kv.first));
+  for (; i < keys.size(); ++i) changed |= unclaim(claims, *keys[i], file);
+  keys = std::move(next);
   return changed;
 }
 
 template <class T>
-bool ManifestMerge::claim(Claims<T>& claims, const std::string& key, const std::string& file,
-                          std::shared_ptr<const T> obj) {
-  auto& owners = claims[key];
-  std::shared_ptr<const T> before = owners.empty() ? nullptr : owners.begin()->second;
-  auto [it, inserted] = owners.insert_or_assign(file, std::move(obj));
+bool ManifestMerge::claim(typename Claims<T>::iterator claimed, const std::string& file, std::shared_ptr<const T> obj) {
+  const std::string& key = claimed->first;
+  std::vector<Owner<T>>& owners = claimed->second;
+  std::shared_ptr<const T> before = owners.empty() ? nullptr : owners.front().obj;
+  auto it = std::lower_bound(owners.begin(), owners.end(), file,
+                             [](const Owner<T>& o, const std::string& f) { return *o.file < f; });
+  const bool inserted = it == owners.end() || *it->file != file;
+  if (inserted) it = owners.insert(it, Owner<T>{&file, std::move(obj)});
+  else it->obj = std::move(obj);
   const char* kind = kindName(static_cast<const T*>(nullptr));
   if (it != owners.begin()) {
     if (inserted)
-      LOG(WARNING) << "manifests: " << file << ": " << kind << " " << key << " is ignored: "
-                   << owners.begin()->first << " defines it too and comes first in name order";
+      LOG(WARNING) << "manifests: " << file << ": " << kind << " " << key << " is ignored: " << *owners.front().file
+                   << " defines it too and comes first in name order";
     return false;
   }
   if (inserted && owners.size() > 1)
-    LOG(WARNING) << "manifests: " << file << ": " << kind << " " << key << " overrides the copy in "
-                 << std::next(owners.begin())->first << " (first file in name order wins)";
-  return publish(before, it->second);
+    LOG(WARNING) << "manifests: " << file << ": " << kind << " " << key << " overrides the copy in " << *owners[1].file
+                 << " (first file in name order wins)";
+  return publish(before, it->obj);
 }
 
 template <class T>
@@ -124,19 +132,19 @@ bool ManifestMerge::unclaim(Claims<T>& claims, const std::string& key, const std
   auto cit = claims.find(key);
   if (cit == claims.end()) return false;
   auto& owners = cit->second;
-  auto it = owners.find(file);
+  auto it = std::find_if(owners.begin(), owners.end(), [&](const Owner<T>& o) { return *o.file == file; });
   if (it == owners.end()) return false;
   bool wasWinner = it == owners.begin();
-  std::shared_ptr<const T> before = std::move(it->second);
+  std::shared_ptr<const T> before = std::move(it->obj);
   owners.erase(it);
   if (!wasWinner) return false;
   std::shared_ptr<const T> after;
   if (!owners.empty()) {
-    after = owners.begin()->second;
+    after = owners.front().obj;
     LOG(INFO) << "manifests: " << kindName(static_cast<const T*>(nullptr)) << " " << key << " now comes from "
-              << owners.begin()->first << " (" << file << " no longer defines it)";
+              << *owners.front().file << " (" << file << " no longer defines it)";
   } else {
-    claims.erase(cit);
+    claims.erase(cit);  // `key` may be this claim's own key (a FileKeys pointer): not read after this
   }
   return publish(before, after);
 }

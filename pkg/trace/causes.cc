@@ -78,11 +78,11 @@ EndpointCounts countEndpoints(const api::ServicePort& sp, const std::vector<cons
     if (!services::slicePortFor(*s, sp)) continue;
     ++n.portMatches;
     for (const auto& ep : s->endpoints) {
-      if (ep.addresses.empty()) continue;
+      if (ep.address.empty()) continue;
       ++n.total;
       if (services::takesNewConnections(ep.conditions)) {
         ++n.ready;
-        n.readyNodes.insert(ep.nodeName.empty() ? "(no node)" : ep.nodeName);
+        n.readyNodes.insert(ep.nodeName.empty() ? std::string("(no node)") : ep.nodeName.str());
         if (!nodeName.empty() && ep.nodeName == nodeName) ++n.readyLocal;
       } else if (services::takesConnectionsWhileTerminating(ep.conditions)) {
         ++n.servingTerminating;
@@ -257,8 +257,8 @@ std::optional<Cause> topologyCause(const api::Service& svc, const api::ServicePo
     if (s->addressType == addressType)
       for (const auto& ep : s->endpoints)
         if (ep.conditions.isReady()) {
-          if (ep.hintZones.empty()) allHinted = false;
-          zones.insert(ep.hintZones.begin(), ep.hintZones.end());
+          if (ep.hintZones().empty()) allHinted = false;
+          zones.insert(ep.hintZones().begin(), ep.hintZones().end());
         }
   if (allHinted && !zones.empty()) {
     std::string list;

@@ -27,7 +27,7 @@ void headlessFrontends(const api::ServicePort& sp, const std::vector<const api::
       int32_t port = askedPort;
       for (const auto& p : s->ports)
         if (p.name == sp.name && p.protocol == sp.protocol && p.port) port = askedPort ? askedPort : *p.port;
-      for (const auto& a : ep.addresses)
+      for (const auto& a : ep.addresses())
         if (seen.insert(a).second)
           out.push_back({"endpoint", a, static_cast<uint16_t>(port), api::protocolName(sp.protocol), portLabel(sp)});
     }
