@@ -23,7 +23,7 @@ const ElementRef* ElementIndex::find(const std::string& setKey, std::string_view
 }
 
 void ElementIndex::add(const std::string& setKey, const Element& e, const PartPtr& part) {
-  auto [it, inserted] = sets_[setKey].try_emplace(std::string_view(e.key));
+  auto [it, inserted] = sets_[setKey].try_emplace(std::string_view(e.key()));
   if (inserted) {
     it->second.element = &e;
     it->second.keep = part;
@@ -34,8 +34,8 @@ void ElementIndex::add(const std::string& setKey, const Element& e, const PartPt
 void ElementIndex::set(const std::string& setKey, ElementRef ref) {
   auto& elems = sets_[setKey];
   // The key is a view into the entry's element: a new element brings its own.
-  elems.erase(std::string_view(ref.element->key));
-  std::string_view key(ref.element->key);
+  elems.erase(std::string_view(ref.element->key()));
+  std::string_view key(ref.element->key());
   elems.emplace(key, std::move(ref));
 }
 
@@ -54,7 +54,7 @@ size_t ElementIndex::size() const {
 
 namespace {
 
-std::string indexKey(const Table& t, const std::string& set, const std::string& keyJson) {
+std::string indexKey(const Table& t, const std::string& set, std::string_view keyJson) {
   std::string k = indexSetKey(t.family, t.name, set);
   k += '|';
   k += keyJson;
@@ -135,15 +135,13 @@ Flat flatten(const Table& t) {
   Flat f;
   for (const auto& [owner, part] : t.parts) {
     for (const Chain& c : part->chains) f.chains.emplace(c.name, Owned<Chain>{&c, &part});
-    for (const Element& e : part->elements) f.elements[e.set.str()].emplace(e.key, Owned<Element>{&e, &part});
+    for (const Element& e : part->elements) f.elements[e.set.str()].emplace(e.key(), Owned<Element>{&e, &part});
   }
   return f;
 }
 
 Element keyOnly(const std::string& set, const std::string& keyJson) {
-  Element e{set, keyJson, "", ""};
-  e.rawKeyText = true;
-  return e;
+  return Element(set, keyJson, {}, {}, /*rawKeyText=*/true);
 }
 
 }  // namespace
@@ -161,10 +159,10 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   };
   std::map<std::string, Pending> overlay;  // ordered: element operations come out grouped by set
   auto touch = [&](const Table& t, const Element& e) -> Pending& {
-    std::string key = indexKey(t, e.set, e.key);
+    std::string key = indexKey(t, e.set, e.key());
     auto it = overlay.find(key);
     if (it == overlay.end()) {
-      const ElementRef* c = from.elements.find(indexSetKey(t.family, t.name, e.set), e.key);
+      const ElementRef* c = from.elements.find(indexSetKey(t.family, t.name, e.set), e.key());
       it = overlay.emplace(std::move(key), Pending{c ? c->count : 0, nullptr, &t}).first;
     }
     return it->second;
@@ -255,10 +253,10 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   for (const auto& [key, p] : overlay) {
     const Table& t = *p.table;
     std::string setKey = indexSetKey(t.family, t.name, p.elem->set);
-    const ElementRef* c = from.elements.find(setKey, p.elem->key);
+    const ElementRef* c = from.elements.find(setKey, p.elem->key());
     bool had = c && c->count > 0;
     if (p.count > 0) {
-      const std::string& value = p.elem->value;
+      std::string_view value = p.elem->value();
       if (!had) {
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
       } else if (c->valueJson() != value) {
@@ -268,15 +266,15 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
       // A new Part's copy is always taken, so that the replaced Part can go; an element only an
       // old Part had (still owned by an untouched owner) keeps its indexed copy alive.
       if (p.inNew) {
-        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, ElementRef{p.count, p.elem, *p.owner}});
+        plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), ElementRef{p.count, p.elem, *p.owner}});
       } else if (c->count != p.count) {
         ElementRef kept = *c;
         kept.count = p.count;
-        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, std::move(kept)});
+        plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), std::move(kept)});
       }
     } else if (had) {
       ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
-      plan.indexDeltas.push_back({std::move(setKey), p.elem->key, std::nullopt});
+      plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), std::nullopt});
     }
   }
   plan.txn = std::move(ph).join();
@@ -332,9 +330,9 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
           continue;
         }
         auto listedComment = ks.comments.find(keyJson);
-        const bool sameComment = listedComment == ks.comments.end() ? (*e)->comment.empty()
-                                                                     : (*e)->comment == listedComment->second;
-        if ((*e)->value != valueJson || !sameComment) {
+        const bool sameComment = listedComment == ks.comments.end() ? (*e)->comment().empty()
+                                                                     : (*e)->comment() == listedComment->second;
+        if ((*e)->value() != valueJson || !sameComment) {
           // A new comment needs a new element too: re-adding an existing key changes nothing.
           ph.delElems.deleteElement(tt.family, tt.name, **e, *e->part);
           ph.addElems.addElement(tt.family, tt.name, **e, *e->part);

@@ -30,7 +30,7 @@ struct ElementRef {
   int count = 0;
   const Element* element = nullptr;  // one committed copy; its key is the index key
   PartPtr keep;                      // the Part *element lives in
-  const std::string& valueJson() const { return element->value; }
+  std::string_view valueJson() const { return element->value(); }
 };
 // By set ("family|table|set"), then by key JSON (a view of element->key).
 class ElementIndex {

@@ -7,15 +7,12 @@ namespace kpn::trace {
 
 namespace {
 
-bool names(const std::string& comment, const std::string& service) {
+bool names(std::string_view comment, const std::string& service) {
   return comment == service || comment.rfind(service + ":", 0) == 0;
 }
 
 std::string elementText(const std::string& set, const std::string& key, const std::string& value) {
-  nft::Element e;
-  e.set = set;
-  e.key = key;
-  e.value = value;
+  nft::Element e(set, key, value);
   return "@" + set + " " + e.keyText() + (value.empty() ? "" : " : " + e.valueText());
 }
 
@@ -28,7 +25,7 @@ Drift serviceDrift(const nft::ListedTable& live, const nft::Table& desired, cons
   for (const auto& [owner, part] : desired.parts) {
     if (!part) continue;
     for (const auto& e : part->elements)
-      if (names(e.comment, service)) want[e.set.str()][e.key] = e.value;
+      if (names(e.comment(), service)) want[e.set.str()][std::string(e.key())] = e.value();
     if (owner == "svc " + service)
       for (const auto& c : part->chains) {
         auto& rules = wantChains[c.name];
