@@ -15,43 +15,6 @@ std::string indexSetKey(Family f, const std::string& table, const std::string& s
   return k;
 }
 
-const ElementRef* ElementIndex::find(const std::string& setKey, std::string_view keyJson) const {
-  auto s = sets_.find(setKey);
-  if (s == sets_.end()) return nullptr;
-  auto e = s->second.find(keyJson);
-  return e == s->second.end() ? nullptr : &e->second;
-}
-
-void ElementIndex::add(const std::string& setKey, const Element& e, const PartPtr& part) {
-  auto [it, inserted] = sets_[setKey].try_emplace(std::string_view(e.key()));
-  if (inserted) {
-    it->second.element = &e;
-    it->second.keep = part;
-  }
-  ++it->second.count;
-}
-
-void ElementIndex::set(const std::string& setKey, ElementRef ref) {
-  auto& elems = sets_[setKey];
-  // The key is a view into the entry's element: a new element brings its own.
-  elems.erase(std::string_view(ref.element->key()));
-  std::string_view key(ref.element->key());
-  elems.emplace(key, std::move(ref));
-}
-
-void ElementIndex::erase(const std::string& setKey, std::string_view keyJson) {
-  auto s = sets_.find(setKey);
-  if (s == sets_.end()) return;
-  s->second.erase(keyJson);
-  if (s->second.empty()) sets_.erase(s);
-}
-
-size_t ElementIndex::size() const {
-  size_t n = 0;
-  for (const auto& [setKey, elems] : sets_) n += elems.size();
-  return n;
-}
-
 namespace {
 
 std::string indexKey(const Table& t, const std::string& set, std::string_view keyJson) {
@@ -162,7 +125,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
     std::string key = indexKey(t, e.set, e.key());
     auto it = overlay.find(key);
     if (it == overlay.end()) {
-      const ElementRef* c = from.elements.find(indexSetKey(t.family, t.name, e.set), e.key());
+      const IndexedElement* c = from.elements.find(indexSetKey(t.family, t.name, e.set), e.key());
       it = overlay.emplace(std::move(key), Pending{c ? c->count : 0, nullptr, &t}).first;
     }
     return it->second;
@@ -253,7 +216,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   for (const auto& [key, p] : overlay) {
     const Table& t = *p.table;
     std::string setKey = indexSetKey(t.family, t.name, p.elem->set);
-    const ElementRef* c = from.elements.find(setKey, p.elem->key());
+    const IndexedElement* c = from.elements.find(setKey, p.elem->key());
     bool had = c && c->count > 0;
     if (p.count > 0) {
       std::string_view value = p.elem->value();
@@ -268,9 +231,7 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
       if (p.inNew) {
         plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), ElementRef{p.count, p.elem, *p.owner}});
       } else if (c->count != p.count) {
-        ElementRef kept = *c;
-        kept.count = p.count;
-        plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), std::move(kept)});
+        plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), ElementRef{p.count, c->element, nullptr}});
       }
     } else if (had) {
       ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);

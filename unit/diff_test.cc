@@ -383,7 +383,7 @@ TEST_CASE("the element index points at a committed copy and keeps its Part alive
   auto other = std::make_shared<nft::Part>(*part);  // a second owner of the same element
   idx.add("ip|kube-proxy|hairpin", other->elements[0], other);
   part.reset();  // the first owner's Part is replaced: the index still holds it
-  const nft::ElementRef* r = idx.find("ip|kube-proxy|hairpin", key);
+  const nft::IndexedElement* r = idx.find("ip|kube-proxy|hairpin", key);
   REQUIRE(r != nullptr);
   CHECK(r->count == 2);
   CHECK(r->element->key() == key);
