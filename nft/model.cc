@@ -47,9 +47,11 @@ Element::Element(SetName set, std::string_view key, std::string_view value, std:
   if (size() == 0) return;
   data_.reset(new char[size()]);
   char* p = data_.get();
-  std::memcpy(p, key.data(), key.size());
-  std::memcpy(p + key.size(), value.data(), value.size());
-  std::memcpy(p + key.size() + value.size(), comment.data(), comment.size());
+  for (std::string_view part : {key, value, comment}) {
+    if (part.empty()) continue;  // an empty view may have no data at all: memcpy wants a pointer
+    std::memcpy(p, part.data(), part.size());
+    p += part.size();
+  }
 }
 
 Element::Element(const Element& o)
