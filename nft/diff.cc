@@ -15,46 +15,9 @@ std::string indexSetKey(Family f, const std::string& table, const std::string& s
   return k;
 }
 
-const ElementRef* ElementIndex::find(const std::string& setKey, std::string_view keyJson) const {
-  auto s = sets_.find(setKey);
-  if (s == sets_.end()) return nullptr;
-  auto e = s->second.find(keyJson);
-  return e == s->second.end() ? nullptr : &e->second;
-}
-
-void ElementIndex::add(const std::string& setKey, const Element& e, const PartPtr& part) {
-  auto [it, inserted] = sets_[setKey].try_emplace(std::string_view(e.key));
-  if (inserted) {
-    it->second.element = &e;
-    it->second.keep = part;
-  }
-  ++it->second.count;
-}
-
-void ElementIndex::set(const std::string& setKey, ElementRef ref) {
-  auto& elems = sets_[setKey];
-  // The key is a view into the entry's element: a new element brings its own.
-  elems.erase(std::string_view(ref.element->key));
-  std::string_view key(ref.element->key);
-  elems.emplace(key, std::move(ref));
-}
-
-void ElementIndex::erase(const std::string& setKey, std::string_view keyJson) {
-  auto s = sets_.find(setKey);
-  if (s == sets_.end()) return;
-  s->second.erase(keyJson);
-  if (s->second.empty()) sets_.erase(s);
-}
-
-size_t ElementIndex::size() const {
-  size_t n = 0;
-  for (const auto& [setKey, elems] : sets_) n += elems.size();
-  return n;
-}
-
 namespace {
 
-std::string indexKey(const Table& t, const std::string& set, const std::string& keyJson) {
+std::string indexKey(const Table& t, const std::string& set, std::string_view keyJson) {
   std::string k = indexSetKey(t.family, t.name, set);
   k += '|';
   k += keyJson;
@@ -135,15 +98,13 @@ Flat flatten(const Table& t) {
   Flat f;
   for (const auto& [owner, part] : t.parts) {
     for (const Chain& c : part->chains) f.chains.emplace(c.name, Owned<Chain>{&c, &part});
-    for (const Element& e : part->elements) f.elements[e.set.str()].emplace(e.key, Owned<Element>{&e, &part});
+    for (const Element& e : part->elements) f.elements[e.set.str()].emplace(e.key(), Owned<Element>{&e, &part});
   }
   return f;
 }
 
 Element keyOnly(const std::string& set, const std::string& keyJson) {
-  Element e{set, keyJson, "", ""};
-  e.rawKeyText = true;
-  return e;
+  return Element(set, keyJson, {}, {}, /*rawKeyText=*/true);
 }
 
 }  // namespace
@@ -161,10 +122,10 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   };
   std::map<std::string, Pending> overlay;  // ordered: element operations come out grouped by set
   auto touch = [&](const Table& t, const Element& e) -> Pending& {
-    std::string key = indexKey(t, e.set, e.key);
+    std::string key = indexKey(t, e.set, e.key());
     auto it = overlay.find(key);
     if (it == overlay.end()) {
-      const ElementRef* c = from.elements.find(indexSetKey(t.family, t.name, e.set), e.key);
+      const IndexedElement* c = from.elements.find(indexSetKey(t.family, t.name, e.set), e.key());
       it = overlay.emplace(std::move(key), Pending{c ? c->count : 0, nullptr, &t}).first;
     }
     return it->second;
@@ -255,10 +216,10 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
   for (const auto& [key, p] : overlay) {
     const Table& t = *p.table;
     std::string setKey = indexSetKey(t.family, t.name, p.elem->set);
-    const ElementRef* c = from.elements.find(setKey, p.elem->key);
+    const IndexedElement* c = from.elements.find(setKey, p.elem->key());
     bool had = c && c->count > 0;
     if (p.count > 0) {
-      const std::string& value = p.elem->value;
+      std::string_view value = p.elem->value();
       if (!had) {
         ph.addElems.addElement(t.family, t.name, *p.elem, *p.owner);
       } else if (c->valueJson() != value) {
@@ -268,15 +229,13 @@ Plan planIncremental(const Committed& from, const Ruleset& to, const std::set<st
       // A new Part's copy is always taken, so that the replaced Part can go; an element only an
       // old Part had (still owned by an untouched owner) keeps its indexed copy alive.
       if (p.inNew) {
-        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, ElementRef{p.count, p.elem, *p.owner}});
+        plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), ElementRef{p.count, p.elem, *p.owner}});
       } else if (c->count != p.count) {
-        ElementRef kept = *c;
-        kept.count = p.count;
-        plan.indexDeltas.push_back({std::move(setKey), p.elem->key, std::move(kept)});
+        plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), ElementRef{p.count, c->element, nullptr}});
       }
     } else if (had) {
       ph.delElems.deleteElement(t.family, t.name, *p.elem, *p.owner);
-      plan.indexDeltas.push_back({std::move(setKey), p.elem->key, std::nullopt});
+      plan.indexDeltas.push_back({std::move(setKey), std::string(p.elem->key()), std::nullopt});
     }
   }
   plan.txn = std::move(ph).join();
@@ -332,9 +291,9 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
           continue;
         }
         auto listedComment = ks.comments.find(keyJson);
-        const bool sameComment = listedComment == ks.comments.end() ? (*e)->comment.empty()
-                                                                     : (*e)->comment == listedComment->second;
-        if ((*e)->value != valueJson || !sameComment) {
+        const bool sameComment = listedComment == ks.comments.end() ? (*e)->comment().empty()
+                                                                     : (*e)->comment() == listedComment->second;
+        if ((*e)->value() != valueJson || !sameComment) {
           // A new comment needs a new element too: re-adding an existing key changes nothing.
           ph.delElems.deleteElement(tt.family, tt.name, **e, *e->part);
           ph.addElems.addElement(tt.family, tt.name, **e, *e->part);

@@ -13,39 +13,15 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "nft/element_index.h"
 #include "nft/listing.h"
 #include "nft/model.h"
 #include "nft/transaction.h"
 
 namespace kpn::nft {
 
-// Element presence with reference counts: several owners may contribute the same set element (the
-// hairpin pair of a pod that backs several services); it stays while any owner still has it.
-// The index copies no strings: it points at one owner's copy of the element and keeps that Part
-// alive (at 10k x 10 the copied keys and values were ~30 MB of the settled daemon's ~100 MB heap).
-struct ElementRef {
-  int count = 0;
-  const Element* element = nullptr;  // one committed copy; its key is the index key
-  PartPtr keep;                      // the Part *element lives in
-  const std::string& valueJson() const { return element->value; }
-};
-// By set ("family|table|set"), then by key JSON (a view of element->key).
-class ElementIndex {
- public:
-  const ElementRef* find(const std::string& setKey, std::string_view keyJson) const;
-  // One more owner of e (which lives in part); the first owner's copy stays the indexed one.
-  void add(const std::string& setKey, const Element& e, const PartPtr& part);
-  // Replaces the entry of ref.element's key.
-  void set(const std::string& setKey, ElementRef ref);
-  void erase(const std::string& setKey, std::string_view keyJson);
-  size_t size() const;
-
- private:
-  std::unordered_map<std::string, std::unordered_map<std::string_view, ElementRef>> sets_;
-};
 // "family|table|set"
 std::string indexSetKey(Family f, const std::string& table, const std::string& set);
 

@@ -98,23 +98,23 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
       auto s = t.sets.find(op.name);
       if (s == t.sets.end()) return fail("No such file or directory (set " + op.name + ")");
       const Element& e = op.element();
-      auto have = s->second.elements.find(e.key);
-      const std::string& value = e.value;
+      auto have = s->second.elements.find(std::string(e.key()));
+      std::string value(e.value());
       if (op.verb == Verb::Add) {
-        if (refusesElement(e)) return fail("File exists (injected for element " + e.keyText() + " of " + e.comment + ")");
+        if (refusesElement(e)) return fail("File exists (injected for element " + e.keyText() + " of " + std::string(e.comment()) + ")");
         std::vector<std::string> chainRefs = e.chainRefs();
         for (const auto& ref : chainRefs)
           if (!t.chains.count(ref)) return fail("No such file or directory (goto " + ref + ")");
         if (have != s->second.elements.end() && have->second.first != value)
           return fail("File exists (element " + e.keyText() + " in " + op.name + ")");
         // As the kernel: re-adding an element that exists keeps it as it is (its comment too).
-        if (have == s->second.elements.end() && !e.comment.empty()) s->second.comments[e.key] = e.comment;
-        s->second.elements[e.key] = {value, std::move(chainRefs)};
+        if (have == s->second.elements.end() && !e.comment().empty()) s->second.comments[std::string(e.key())] = e.comment();
+        s->second.elements[std::string(e.key())] = {value, std::move(chainRefs)};
       } else {
         if (have == s->second.elements.end())
           return fail("No such file or directory (element " + e.keyText() + " in " + op.name + ")");
         s->second.elements.erase(have);
-        s->second.comments.erase(e.key);
+        s->second.comments.erase(std::string(e.key()));
       }
       return {};
     }
@@ -126,7 +126,7 @@ RunResult FakeRunner::apply(std::map<std::string, FakeTable>& tables, const Op& 
 
 bool FakeRunner::refusesElement(const Element& e) const {
   for (const auto& svc : rejectServiceElements)
-    if (e.comment == svc || e.comment.compare(0, svc.size() + 1, svc + ":") == 0) return true;
+    if (e.comment() == svc || e.comment().compare(0, svc.size() + 1, svc + ":") == 0) return true;
   return false;
 }
 

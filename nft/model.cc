@@ -37,33 +37,57 @@ SetName::SetName() : name_(internName("")) {}
 SetName::SetName(const std::string& name) : name_(internName(name)) {}
 SetName::SetName(const char* name) : name_(internName(name)) {}
 
+Element::Element(SetName set, std::string_view key, std::string_view value, std::string_view comment,
+                 bool rawKeyText)
+    : set(set),
+      keyLen_(uint32_t(key.size())),
+      valueLen_(uint32_t(value.size())),
+      commentLen_(uint32_t(comment.size())),
+      rawKeyText_(rawKeyText) {
+  if (size() == 0) return;
+  data_.reset(new char[size()]);
+  char* p = data_.get();
+  for (std::string_view part : {key, value, comment}) {
+    if (part.empty()) continue;  // an empty view may have no data at all: memcpy wants a pointer
+    std::memcpy(p, part.data(), part.size());
+    p += part.size();
+  }
+}
+
+Element::Element(const Element& o)
+    : set(o.set), keyLen_(o.keyLen_), valueLen_(o.valueLen_), commentLen_(o.commentLen_), rawKeyText_(o.rawKeyText_) {
+  if (size() == 0) return;
+  data_.reset(new char[size()]);
+  std::memcpy(data_.get(), o.data_.get(), size());
+}
+
+Element& Element::operator=(const Element& o) {
+  if (this != &o) *this = Element(o);
+  return *this;
+}
+
 Element setElement(std::string set, Expr key, std::string comment) {
-  return Element{std::move(set), std::move(key.json), "", std::move(comment)};
+  return Element(set, key.json, {}, comment);
 }
 
 Element mapElement(std::string set, Expr key, Expr value, std::string comment) {
-  return Element{std::move(set), std::move(key.json), std::move(value.json), std::move(comment)};
+  return Element(set, key.json, value.json, comment);
 }
 
 Element verdictElement(std::string set, Expr key, const std::string& chain, std::string comment) {
-  return Element{std::move(set), std::move(key.json), gotoVerdict(chain).json, std::move(comment)};
+  return Element(set, key.json, gotoVerdict(chain).json, comment);
 }
 
-std::string Element::keyText() const { return rawKeyText ? key : exprText(key); }
-std::string Element::valueText() const { return exprText(value); }
+std::string Element::keyText() const { return rawKeyText_ ? std::string(key()) : exprText(key()); }
+std::string Element::valueText() const { return exprText(value()); }
 std::vector<std::string> Element::chainRefs() const {
-  std::string target = verdictTarget(value);
+  std::string target = verdictTarget(value());
   if (target.empty()) return {};
   return {target};
 }
 
 void shrinkToFit(Part& part) {
   part.elements.shrink_to_fit();
-  for (Element& e : part.elements) {
-    e.key.shrink_to_fit();
-    e.value.shrink_to_fit();
-    e.comment.shrink_to_fit();
-  }
   part.chains.shrink_to_fit();
   for (Chain& c : part.chains) {
     c.rules.shrink_to_fit();

@@ -60,25 +60,25 @@ void appendTypeJson(std::string& out, const std::vector<std::string>& types) {
 void appendElementJson(std::string& out, const Element& e, bool keysOnly) {
   bool pair = !keysOnly && e.hasValue();
   if (pair) out += '[';
-  if (!keysOnly && !e.comment.empty()) {
+  if (!keysOnly && !e.comment().empty()) {
     out += "{\"elem\":{\"val\":";
-    out += e.key;
+    out += e.key();
     out += ",\"comment\":";
-    appendJsonString(out, e.comment);
+    appendJsonString(out, e.comment());
     out += "}}";
   } else {
-    out += e.key;
+    out += e.key();
   }
   if (pair) {
     out += ',';
-    out += e.value;
+    out += e.value();
     out += ']';
   }
 }
 
 std::string elementText(const Element& e, bool keysOnly) {
   std::string s = e.keyText();
-  if (!keysOnly && !e.comment.empty()) s += " comment " + nftQuoted(e.comment);
+  if (!keysOnly && !e.comment().empty()) s += " comment " + nftQuoted(e.comment());
   if (!keysOnly && e.hasValue()) s += " : " + e.valueText();
   return s;
 }

@@ -48,7 +48,7 @@ bool onlyTouches(const nft::Transaction& t, const std::string& needle) {
       // The shared pick chains belong to no service.
       if (op.name.find(needle) == std::string::npos && op.name.find("pick") == std::string::npos) return false;
     } else if (op.kind == Kind::Element && op.name.rfind("backends-", 0) != 0 &&
-               op.element().comment.find(needle) == std::string::npos && op.name != "hairpin") {
+               op.element().comment().find(needle) == std::string::npos && op.name != "hairpin") {
       return false;
     }
   }
@@ -366,7 +366,7 @@ TEST_CASE("upgrade: the chain-per-service layout's endpoint orders are adopted a
     shardGone |= op.verb == Verb::Delete && op.kind == Kind::Set && op.name == "backends-tcp-1";
     verdictGone |= op.verb == Verb::Delete && op.kind == Kind::Element && op.name == "service-ips";
     counted |= op.verb == Verb::Add && op.kind == Kind::Element && op.name == "backends-tcp" &&
-               op.element().key == "{\"concat\":[\"10.96.0.10\",80,1]}";
+               op.element().key() == "{\"concat\":[\"10.96.0.10\",80,1]}";
   }
   CHECK(chainGone);
   CHECK(shardGone);
@@ -377,16 +377,16 @@ TEST_CASE("upgrade: the chain-per-service layout's endpoint orders are adopted a
 TEST_CASE("the element index points at a committed copy and keeps its Part alive") {
   auto part = std::make_shared<nft::Part>();
   part->elements.push_back(nft::setElement("hairpin", nft::ex::concat({nft::ex::addr("10.244.1.2"), nft::ex::addr("10.244.1.2")})));
-  const std::string key = part->elements[0].key;
+  const std::string key(part->elements[0].key());
   nft::ElementIndex idx;
   idx.add("ip|kube-proxy|hairpin", part->elements[0], part);
   auto other = std::make_shared<nft::Part>(*part);  // a second owner of the same element
   idx.add("ip|kube-proxy|hairpin", other->elements[0], other);
   part.reset();  // the first owner's Part is replaced: the index still holds it
-  const nft::ElementRef* r = idx.find("ip|kube-proxy|hairpin", key);
+  const nft::IndexedElement* r = idx.find("ip|kube-proxy|hairpin", key);
   REQUIRE(r != nullptr);
   CHECK(r->count == 2);
-  CHECK(r->element->key == key);
+  CHECK(r->element->key() == key);
   // Re-pointing to another copy re-keys the entry with that copy's key.
   idx.set("ip|kube-proxy|hairpin", nft::ElementRef{1, &other->elements[0], other});
   r = idx.find("ip|kube-proxy|hairpin", key);

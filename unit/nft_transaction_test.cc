@@ -78,7 +78,7 @@ TEST_CASE("an operation stays small and still reads what it points at") {
   CHECK(ops[2].set()->keyType == std::vector<std::string>{"ipv6_addr"});
   CHECK(ops[0].set() == nullptr);
   CHECK(ops[3].rule().comment == "why");
-  CHECK(ops[4].element().key == "\"fd00::1\"");
+  CHECK(ops[4].element().key() == "\"fd00::1\"");
   CHECK(ops[4].name == "cluster-ips");
 }
 

@@ -54,8 +54,8 @@ std::vector<std::string> slotsOf(const nft::Ruleset& rs) {
   std::map<uint32_t, std::string> bySlot;
   for (const nft::Element& e : rs.tables[0].parts.at("svc ns/sh")->elements) {
     if (e.set != "backends-tcp") continue;
-    auto k = nft::splitSlotKey(e.key);
-    if (k && k->prefix.size() == 2 && k->prefix[0] == std::string("\"") + kVip + "\"") bySlot[k->slot] = e.value;
+    auto k = nft::splitSlotKey(std::string(e.key()));
+    if (k && k->prefix.size() == 2 && k->prefix[0] == std::string("\"") + kVip + "\"") bySlot[k->slot] = e.value();
   }
   std::vector<std::string> out;
   for (const auto& [slot, value] : bySlot) {

@@ -17,8 +17,8 @@ EvalTable tableFromModel(const Table& t) {
     }
     for (const auto& e : part->elements) {
       TableSet& ts = out.sets[e.set.str()];
-      ts.elements.emplace_back(e.key, e.value);
-      if (!e.comment.empty()) ts.comments.emplace(e.key, e.comment);
+      ts.elements.emplace_back(e.key(), e.value());
+      if (!e.comment().empty()) ts.comments.emplace(e.key(), e.comment());
     }
   }
   return out;

@@ -7,7 +7,7 @@ namespace kpn::trace {
 
 namespace {
 
-bool names(const std::string& comment, const std::string& service) {
+bool names(std::string_view comment, const std::string& service) {
   return comment == service || comment.rfind(service + ":", 0) == 0;
 }
 
@@ -22,10 +22,7 @@ std::string destinationOf(const std::string& key) {
 }
 
 std::string elementText(const std::string& set, const std::string& key, const std::string& value) {
-  nft::Element e;
-  e.set = set;
-  e.key = key;
-  e.value = value;
+  nft::Element e(set, key, value);
   return "@" + set + " " + e.keyText() + (value.empty() ? "" : " : " + e.valueText());
 }
 
@@ -39,7 +36,7 @@ Drift serviceDrift(const nft::ListedTable& live, const nft::Table& desired, cons
     if (!part) continue;
     const bool own = owner == "svc " + service;  // its slots after the first have no comment
     for (const auto& e : part->elements)
-      if (own || names(e.comment, service)) want[e.set.str()][e.key] = e.value;
+      if (own || names(e.comment(), service)) want[e.set.str()][std::string(e.key())] = std::string(e.value());
     if (own)
       for (const auto& c : part->chains) {
         auto& rules = wantChains[c.name];
