@@ -344,6 +344,38 @@ def say(*a):
     print(*a, flush=True)
 
 
+NFNLGRP_NFTABLES = 7  # linux/netfilter/nfnetlink.h
+
+
+def nftables_event_listeners():
+    """Processes with a netlink socket subscribed to nftables events (`nft monitor`, a daemon's
+    table monitor), in any network namespace: the kernel keeps one listener bitmap per netlink
+    protocol for all namespaces, and while any listener exists every commit anywhere builds a
+    notification per element (at 30k x 10 that was 44% of an `nft -f`'s time). A run with one is
+    not comparable with a run without. Returns ["<port id> (<process name>)", ...]."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/net/netlink" % pid) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            col = row.split()
+            if len(col) >= 4 and col[1] == "12" and int(col[3], 16) & (1 << (NFNLGRP_NFTABLES - 1)):
+                found[col[0]] = col[2]
+    out = []
+    for portid in sorted(set(found.values())):
+        try:
+            with open("/proc/%s/comm" % portid) as f:
+                out.append("%s (%s)" % (portid, f.read().strip()))
+        except OSError:
+            out.append(portid)
+    return out
+
+
 def machine_info():
     info = {"nproc": os.cpu_count(), "kernel": platform.release()}
     try:
@@ -361,6 +393,7 @@ def machine_info():
         info["loadavg_at_start"] = open("/proc/loadavg").read().split()[:3]
     except OSError:
         pass
+    info["nftables_listeners_at_start"] = nftables_event_listeners()
     return info
 
 
@@ -494,6 +527,10 @@ class Bench:
         and helper run: nft/kernel/huge_page_malloc.h), under "thp_runs". The targets stay against
         the plain `nft -f`, as issue 27 defines the floor."""
         res = self.results.setdefault("floor", {}).setdefault(label, {"runs": []})
+        listeners = nftables_event_listeners()
+        if listeners:
+            res.setdefault("listeners_seen", []).append(listeners)
+            say("  WARNING: nftables event listeners during the floor of %s: %s" % (label, ", ".join(listeners)))
         for key, env, what in (("runs", None, "nft -f"), ("thp_runs", HUGE_PAGE_MALLOC_ENV, "nft -f, huge pages")):
             try:
                 u = self.nft_load(path, env)
@@ -1145,6 +1182,11 @@ def main():
     say("machine: nproc=%s kernel=%s %s cpu=%s mem=%s MiB loadavg=%s"
         % (mi["nproc"], mi["kernel"], mi["nft"], mi.get("cpu", "?"), mi.get("mem_total_mib", "?"),
            " ".join(mi.get("loadavg_at_start", []))))
+    if mi["nftables_listeners_at_start"]:
+        say("WARNING: nftables event listeners on this machine (%s): every commit builds a notification per "
+            "element while they listen, in any network namespace; cold syncs and floors are slower and grow "
+            "faster than the state. Stop them for figures worth comparing."
+            % ", ".join(mi["nftables_listeners_at_start"]))
     if not os.access(a.binary, os.X_OK):
         sys.exit("binary %s not found: build it first (make build/kube-proxy-nft)" % a.binary)
     st_bin = os.stat(a.binary)
