@@ -32,16 +32,29 @@ Drift serviceDrift(const nft::ListedTable& live, const nft::Table& desired, cons
   // set -> key -> value, the service's elements on each side
   std::map<std::string, std::map<std::string, std::string>> want, have;
   std::map<std::string, std::vector<std::string>> wantChains;  // chain -> rules' expression JSON
+  // The elements that name the service, then the uncommented slots of the destinations they
+  // name: only a destination's slot 0 carries the comment (render/service_dispatch.cc).
+  std::map<std::string, std::set<std::string>> named;  // set -> destinations of elements naming it
   for (const auto& [owner, part] : desired.parts) {
     if (!part) continue;
-    const bool own = owner == "svc " + service;  // its slots after the first have no comment
     for (const auto& e : part->elements)
-      if (own || names(e.comment(), service)) want[e.set.str()][std::string(e.key())] = std::string(e.value());
-    if (own)
+      if (names(e.comment(), service)) {
+        want[e.set.str()][std::string(e.key())] = std::string(e.value());
+        if (std::string d = destinationOf(std::string(e.key())); !d.empty()) named[e.set.str()].insert(d);
+      }
+    if (owner == "svc " + service)
       for (const auto& c : part->chains) {
         auto& rules = wantChains[c.name];
         for (const auto& r : c.rules) rules.push_back(r.exprJson);
       }
+  }
+  for (const auto& [owner, part] : desired.parts) {
+    if (!part) continue;
+    for (const auto& e : part->elements) {
+      auto ds = named.find(e.set.str());
+      if (e.comment().empty() && ds != named.end() && ds->second.count(destinationOf(std::string(e.key()))))
+        want[e.set.str()][std::string(e.key())] = std::string(e.value());
+    }
   }
   for (const auto& [set, s] : live.sets) {
     // The service's destinations in this set: those of its wanted elements and of the kernel's
