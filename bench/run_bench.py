@@ -449,7 +449,10 @@ class Bench:
             cpu_at_sync = d.cpu_s() if d.proc.poll() is None else (None, None)
             r = {"full": ev["full"], "ops": ev["ops"], "render_ms": ev["render_ms"],
                  "diff_ms": ev["diff_ms"], "commit_ms": ev["commit_ms"], "sync_ms": sync_total(ev),
-                 "wall_ms": wall, "read_ms": wall - sync_total(ev),
+                 # The commit ends after_ms before the `sync done` line (the bookkeeping after it,
+                 # pkg/sync/syncer.cc): from then on packets see the rules.
+                 "wall_ms": wall, "after_ms": ev["after_ms"], "rules_in_ms": wall - ev["after_ms"],
+                 "read_ms": wall - ev["after_ms"] - sync_total(ev),
                  "cpu_user_s": cpu_at_sync[0], "cpu_sys_s": cpu_at_sync[1]}
             if not d.pid_is_daemon():
                 r["note"] = "pid %d is not the binary; RSS may be wrong" % d.proc.pid
@@ -787,7 +790,7 @@ def summarize_cold(res):
     if not runs:
         return
     res["median"] = {k: med([r[k] for r in runs if r.get(k) is not None])
-                     for k in ["render_ms", "diff_ms", "commit_ms", "sync_ms", "wall_ms", "read_ms",
+                     for k in ["render_ms", "diff_ms", "commit_ms", "sync_ms", "wall_ms", "after_ms", "rules_in_ms", "read_ms",
                                "ops", "rss_mib", "hwm_mib", "pod_peak_mib", "pod_mib"]}
 
 
@@ -907,6 +910,12 @@ def report_flat(R):
               ["<"] + [">"] * 5))
 
 
+def rules_in(m):
+    """Process start -> the first commit's end, when packets see the rules (a result or median);
+    a baseline binary whose log line has no after_ms gives its wall."""
+    return m.get("rules_in_ms") or m["wall_ms"]
+
+
 def report_floor(R, big):
     """Our cold starts against the floor: one `nft -f` of the same state's ruleset, same run."""
     fl = R.get("floor") or {}
@@ -917,16 +926,16 @@ def report_floor(R, big):
             continue
         fw, thp = f["median_wall_ms"], f.get("median_thp_wall_ms")
         rows.append([label, str(len(f["runs"])), fmt(fw), fmt(f["median_maxrss_mib"]), fmt(ours["sync_ms"]),
-                     fmt(ours["commit_ms"]), fmt(ours["wall_ms"]), "%.2fx" % (ours["sync_ms"] / fw),
-                     "%.2fx" % (ours["commit_ms"] / fw), "%.2fx" % (ours["wall_ms"] / fw),
+                     fmt(ours["commit_ms"]), fmt(rules_in(ours)), "%.2fx" % (ours["sync_ms"] / fw),
+                     "%.2fx" % (ours["commit_ms"] / fw), "%.2fx" % (rules_in(ours) / fw),
                      fmt(thp), "%.2fx" % (ours["sync_ms"] / thp) if thp else "-"])
     if rows:
         say("")
         say("== The floor: one `nft -f` of the same state (our --dry-run text, elements batched), fresh netns ==")
         say("   (the targets are against the plain `nft -f`; the last two columns, for information, are the same")
         say("    `nft -f` with malloc on huge pages, GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as our processes run)")
-        say(table(["state", "runs", "floor ms", "floor peak MiB", "our sync", "our commit", "our wall",
-                   "sync/floor", "commit/floor", "wall/floor", "floor on huge pages ms", "sync/that"], rows))
+        say(table(["state", "runs", "floor ms", "floor peak MiB", "our sync", "our commit", "our rules in",
+                   "sync/floor", "commit/floor", "rules in/floor", "floor on huge pages ms", "sync/that"], rows))
 
 
 def issue27_targets(R, labels):
@@ -953,7 +962,7 @@ def issue27_targets(R, labels):
     f10 = fl(big)
     target("cold %s sync / nft -f floor" % big, ratio(g(big, "sync_ms"), f10), "<=", 1.2,
            "%s; the commit alone is %sx the floor" % (phases(big), fmt(ratio(g(big, "commit_ms"), f10), 2)))
-    target("cold %s start -> rules in (first traffic) / floor" % big, ratio(g(big, "wall_ms"), f10), "<=", 1.3,
+    target("cold %s start -> rules in (first traffic) / floor" % big, ratio(g(big, "rules_in_ms"), f10), "<=", 1.3,
            "reading + decoding the manifests %s ms, then the sync %s ms" % (fmt(g(big, "read_ms"), 0),
                                                                           fmt(g(big, "sync_ms"), 0)))
     for lab, limit in ((flat_big, 3.2), ("50kx10", 5.3)):
@@ -1008,28 +1017,31 @@ def report(b, labels, extra_labels=()):
     say("")
     say("== Cold sync: first `sync done` after daemon start (ms; fresh netns per run) ==")
     say("   sync = render+diff+commit as the daemon logs it; wall = process start -> that line;")
-    say("   read = wall - sync (startup + reading/decoding the manifests); RSS ~%.0f s after the sync"
-        % b.a.settle)
+    say("   after = the bookkeeping after the commit, before that line; rules in = wall - after (packets see")
+    say("   the rules from then on); read = rules in - sync (startup + reading/decoding the manifests);")
+    say("   RSS ~%.0f s after the sync" % b.a.settle)
     rows = []
     for label in list(labels) + list(extra_labels):
         res = R["cold"].get(label)
         if not res:
             continue
         if not res["runs"]:
-            rows.append([label, "ERROR"] + [""] * 11)
+            rows.append([label, "ERROR"] + [""] * 13)
             continue
         for i, r in enumerate(res["runs"]):
             rows.append([label, str(i + 1), fmt(r["render_ms"]), fmt(r["diff_ms"]), fmt(r["commit_ms"]),
-                         fmt(r["sync_ms"]), fmt(r["wall_ms"]), fmt(r["read_ms"]), str(r["ops"]),
+                         fmt(r["sync_ms"]), fmt(r["wall_ms"]), fmt(r.get("after_ms")), fmt(rules_in(r)),
+                         fmt(r["read_ms"]), str(r["ops"]),
                          fmt(r["rss_mib"]), fmt(r["hwm_mib"]), fmt(r.get("pod_peak_mib"))])
         if len(res["runs"]) > 1:
             m = res["median"]
             rows.append([label, "med", fmt(m["render_ms"]), fmt(m["diff_ms"]), fmt(m["commit_ms"]),
-                         fmt(m["sync_ms"]), fmt(m["wall_ms"]), fmt(m["read_ms"]), "%d" % m["ops"],
+                         fmt(m["sync_ms"]), fmt(m["wall_ms"]), fmt(m.get("after_ms")), fmt(rules_in(m)),
+                         fmt(m["read_ms"]), "%d" % m["ops"],
                          fmt(m["rss_mib"]), fmt(m["hwm_mib"]), fmt(m.get("pod_peak_mib"))])
     say("   pod peak = the memory cgroup's max usage: daemon + libnftables helper + page cache")
-    say(table(["state", "run", "render", "diff", "commit", "sync", "wall", "read", "ops",
-               "RSS MiB", "peak MiB", "pod peak MiB"], rows, ["<", "<"] + [">"] * 10))
+    say(table(["state", "run", "render", "diff", "commit", "sync", "wall", "after", "rules in", "read", "ops",
+               "RSS MiB", "peak MiB", "pod peak MiB"], rows, ["<", "<"] + [">"] * 12))
 
     for key, what in [("changes", "ClusterIP services"), ("changes_external", "external services")] + \
             [(key, what) for _, key, what, _ in FEATURE_VARIANTS] + \
@@ -1081,7 +1093,7 @@ def report(b, labels, extra_labels=()):
     # Issue 9's targets.
     say("   issue 9's targets (absolute; this machine is shared: compare them with the floor below)")
     target("cold %s sync (render+diff+commit)" % big, g(big, "sync_ms"), 1.5, "s", 1e-3)
-    target("cold %s start -> first commit (wall)" % big, g(big, "wall_ms"), 2.0, "s", 1e-3)
+    target("cold %s start -> first commit (rules in)" % big, g(big, "rules_in_ms") or g(big, "wall_ms"), 2.0, "s", 1e-3)
     target("cold %s sync (render+diff+commit)" % huge, g(huge, "sync_ms"), 2.5, "s", 1e-3)
     kk = (ch.get("kinds") or {})
     km = lambda k: (kk.get(k) or {}).get("sync_ms", {}).get("median")  # noqa: E731
