@@ -66,15 +66,15 @@ Element& Element::operator=(const Element& o) {
   return *this;
 }
 
-Element setElement(std::string set, Expr key, std::string comment) {
+Element setElement(SetName set, const Expr& key, std::string_view comment) {
   return Element(set, key.json, {}, comment);
 }
 
-Element mapElement(std::string set, Expr key, Expr value, std::string comment) {
+Element mapElement(SetName set, const Expr& key, const Expr& value, std::string_view comment) {
   return Element(set, key.json, value.json, comment);
 }
 
-Element verdictElement(std::string set, Expr key, const std::string& chain, std::string comment) {
+Element verdictElement(SetName set, const Expr& key, const std::string& chain, std::string_view comment) {
   return Element(set, key.json, gotoVerdict(chain).json, comment);
 }
 

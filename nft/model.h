@@ -116,9 +116,11 @@ class Element {
   uint32_t commentLen_ : 31;
   uint32_t rawKeyText_ : 1;
 };
-Element setElement(std::string set, Expr key, std::string comment = "");
-Element mapElement(std::string set, Expr key, Expr value, std::string comment = "");
-Element verdictElement(std::string set, Expr key, const std::string& gotoChain, std::string comment = "");
+// The element keeps its own copy of the key's and value's JSON and of the comment (one block):
+// the arguments are only read.
+Element setElement(SetName set, const Expr& key, std::string_view comment = {});
+Element mapElement(SetName set, const Expr& key, const Expr& value, std::string_view comment = {});
+Element verdictElement(SetName set, const Expr& key, const std::string& gotoChain, std::string_view comment = {});
 
 struct Part {
   std::vector<Chain> chains;

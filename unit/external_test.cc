@@ -384,6 +384,39 @@ TEST_CASE("claims: the older service keeps a destination; deleting it hands the 
   CHECK(c.owner(services::nodePortDestination(api::Protocol::TCP, 3005)) == "ns1/y");
 }
 
+TEST_CASE("claims: a moved claims object keeps working (its entries point at each other), the source is left empty") {
+  auto a = lbService("a", "172.30.0.41", 3001);
+  auto b = lbService("b", "172.30.0.42", 3001);
+  b->meta.creationTimestamp = "2024-02-01T00:00:00Z";  // newer
+  const std::string nodePort = services::nodePortDestination(api::Protocol::TCP, 3001);
+  services::DestinationClaims from;
+  from.update("ns1/a", a.get(), nullptr);
+  from.update("ns1/b", b.get(), nullptr);
+  const services::DestinationClaims copy = from;
+
+  services::DestinationClaims moved(std::move(from));
+  CHECK(moved == copy);
+  CHECK(from.owner(nodePort).empty());  // NOLINT(bugprone-use-after-move): moved, not copied
+  // Updates through the moved object reach the entries it took over: a leaving hands over.
+  std::set<std::string> affected;
+  moved.update("ns1/a", nullptr, &affected);
+  CHECK(affected == std::set<std::string>{"ns1/b"});
+  CHECK(moved.owner(nodePort) == "ns1/b");
+
+  services::DestinationClaims assigned;
+  assigned.update("ns1/c", lbService("c", "172.30.0.43", 3003).get(), nullptr);  // replaced by the move
+  assigned = std::move(moved);
+  CHECK(moved.owner(nodePort).empty());  // NOLINT(bugprone-use-after-move)
+  CHECK(assigned.owner(services::nodePortDestination(api::Protocol::TCP, 3003)).empty());
+  affected.clear();
+  assigned.update("ns1/a", a.get(), &affected);  // a comes back: older, it wins again
+  CHECK(affected == std::set<std::string>{"ns1/b"});
+  CHECK(assigned == copy);
+  // The source is usable again after the move.
+  from.update("ns1/b", b.get(), nullptr);
+  CHECK(from.owner(nodePort) == "ns1/b");
+}
+
 TEST_CASE("golden: external services render to exactly unit/golden/external-services.nft") {
   // Upstream's test world: svc1 eTP=Cluster, svc2 eTP=Local, svc3 iTP=Local, svc4 without
   // endpoints, svc5 eTP=Local without local endpoints, svc6 with source ranges and an ipMode Proxy

@@ -246,26 +246,38 @@ TEST_CASE("huge page malloc: the tunable is added to what the operator set, adde
         std::vector<std::string>{"GLIBC_TUNABLESX=1", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
 }
 
-TEST_CASE("supervised helper: the child starts with the parent's environment passed through environmentFor") {
+TEST_CASE("huge page malloc: the value of GLIBC_TUNABLES, the operator's hugetlb value winning") {
+  CHECK(tunablesWithHugePageMalloc(std::nullopt) == "glibc.malloc.hugetlb=1");
+  CHECK(tunablesWithHugePageMalloc("") == "glibc.malloc.hugetlb=1");
+  CHECK(tunablesWithHugePageMalloc("glibc.malloc.arena_max=2") == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  CHECK(tunablesWithHugePageMalloc("glibc.malloc.hugetlb=0") == "glibc.malloc.hugetlb=0");
+  CHECK(tunablesWithHugePageMalloc("glibc.malloc.hugetlb=2:glibc.malloc.arena_max=2") ==
+        "glibc.malloc.hugetlb=2:glibc.malloc.arena_max=2");
+  CHECK(tunablesWithHugePageMalloc("x.glibc.malloc.hugetlb=0") == "x.glibc.malloc.hugetlb=0:glibc.malloc.hugetlb=1");
+  CHECK(tunablesWithHugePageMalloc("glibc.malloc.hugetlb") == "glibc.malloc.hugetlb:glibc.malloc.hugetlb=1");
+}
+
+TEST_CASE("huge page malloc: a daemon that could not re-execute itself still starts its helpers with the tunable") {
   using namespace std::chrono_literals;
-  // The child answers with one frame (a little-endian length word, then the text) holding two of
-  // its variables, then drains its socket.
-  const std::string answerVariables =
-      "v=\"$KPN_UNIT_PARENT_VARIABLE|$GLIBC_TUNABLES|$KPN_UNIT_CHILD_ONLY\"; "
-      "printf \"$(printf '\\\\%03o' ${#v})\\000\\000\\000%s\" \"$v\" >&3; cat <&3 >/dev/null";
-  ::setenv("KPN_UNIT_PARENT_VARIABLE", "kept", 1);
-  ::unsetenv("GLIBC_TUNABLES");
-  std::string error;
-  SupervisedHelper tuned({"/bin/sh", "-c", answerVariables}, 10s, withHugePageMalloc);
-  CHECK(tuned.call("x", &error) == std::string("kept|glibc.malloc.hugetlb=1|"));
-  SupervisedHelper added({"/bin/sh", "-c", answerVariables}, 10s, [](std::vector<std::string> env) {
-    env.push_back("KPN_UNIT_CHILD_ONLY=1");
-    return env;
-  });
-  CHECK(added.call("x", &error) == std::string("kept||1"));
-  SupervisedHelper plain({"/bin/sh", "-c", answerVariables}, 10s);  // no environmentFor: the parent's as it is
-  CHECK(plain.call("x", &error) == std::string("kept||"));
-  ::unsetenv("KPN_UNIT_PARENT_VARIABLE");
+  // The child answers with one frame (a little-endian length word, then the text) holding its
+  // GLIBC_TUNABLES, then drains its socket.
+  const std::string answerTunables =
+      "v=\"$GLIBC_TUNABLES\"; printf \"$(printf '\\\\%03o' ${#v})\\000\\000\\000%s\" \"$v\" >&3; cat <&3 >/dev/null";
+  const char* saved = ::getenv("GLIBC_TUNABLES");
+  const std::optional<std::string> before = saved ? std::optional<std::string>(saved) : std::nullopt;
+  auto helperSees = [&](const char* tunables) {
+    if (tunables) ::setenv("GLIBC_TUNABLES", tunables, 1);
+    else ::unsetenv("GLIBC_TUNABLES");
+    setHugePageMallocForChildren();
+    std::string error;
+    SupervisedHelper helper({"/bin/sh", "-c", answerTunables}, 10s);
+    return helper.call("x", &error).value_or("no answer: " + error);
+  };
+  CHECK(helperSees(nullptr) == "glibc.malloc.hugetlb=1");
+  CHECK(helperSees("glibc.malloc.arena_max=2") == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  CHECK(helperSees("glibc.malloc.hugetlb=0") == "glibc.malloc.hugetlb=0");  // the operator turned it off
+  if (before) ::setenv("GLIBC_TUNABLES", before->c_str(), 1);
+  else ::unsetenv("GLIBC_TUNABLES");
 }
 
 TEST_CASE("frames: pieces are joined up to the reader's limit, counted over all pieces") {

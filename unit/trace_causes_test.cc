@@ -352,6 +352,17 @@ TEST_CASE("drift: the kernel's elements of a Service against the state's, a miss
   REQUIRE(extra.unexpected.size() == 2);
   CHECK(extra.unexpected[1].rfind("@backends-tcp 172.30.0.10 . 80 . 2 : 10.0.1.99 . 8080", 0) == 0);
   CHECK_FALSE(trace::serviceDrift(live, desired, "ns/other").any());
+
+  // A key is read as JSON, not as text: a slot spelled with other whitespace is still a slot of
+  // the destination; one of another destination (port 81) is not the service's.
+  backends.elements.erase(slot2);
+  const std::string spacedSlot = R"({ "concat" : [ "172.30.0.10" , 80 , 3 ] })";
+  backends.elements[spacedSlot] = backends.elements[slot0];
+  backends.elements[R"({ "concat" : [ "172.30.0.10" , 81 , 0 ] })"] = backends.elements[slot0];
+  auto spaced = trace::serviceDrift(live, desired, "ns/web");
+  REQUIRE(spaced.unexpected.size() == 2);
+  // (Its text is its JSON: the native text is written only from the compact spelling.)
+  CHECK(spaced.unexpected[1] == "@backends-tcp " + spacedSlot + " : 10.0.1.99 . 8080");
 }
 
 TEST_CASE("report JSON: the contract's fields unchanged, cause, frontend and state added; a Service report") {

@@ -38,8 +38,10 @@ void reexecWithHugePageMalloc(char** argv) {
   for (auto& e : tuned) envp.push_back(e.data());
   envp.push_back(nullptr);
   // /proc/self/exe: the binary this process runs, whatever argv[0] says (a relative name, a
-  // symlink such as /usr/local/bin/kube-proxy). Returns only on failure: then run untuned.
+  // symlink such as /usr/local/bin/kube-proxy). Returns only on failure: then run untuned, but
+  // with the tunable in the environment the helpers inherit (their own start finds it there).
   ::execve("/proc/self/exe", argv, envp.data());
+  nft::setHugePageMallocForChildren();
 }
 
 }  // namespace kpn::cmd

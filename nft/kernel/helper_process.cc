@@ -15,8 +15,6 @@
 #include <cstring>
 #include <thread>
 
-#include "nft/kernel/huge_page_malloc.h"
-
 extern char** environ;
 
 namespace kpn::nft {
@@ -91,9 +89,8 @@ bool readFrame(int fd, std::string* payload, size_t maxBytes) {
   }
 }
 
-SupervisedHelper::SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout,
-                                   EnvironmentFor environmentFor)
-    : argv_(std::move(argv)), timeout_(callTimeout), environmentFor_(std::move(environmentFor)) {
+SupervisedHelper::SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout)
+    : argv_(std::move(argv)), timeout_(callTimeout) {
   holdReserve();
 }
 
@@ -133,15 +130,8 @@ bool SupervisedHelper::start(std::string* error) {
   std::vector<char*> args;
   for (auto& a : argv_) args.push_back(a.data());
   args.push_back(nullptr);
-  std::vector<std::string> env;
-  std::vector<char*> envp;
-  if (environmentFor_) {
-    env = environmentFor_(currentEnvironment());
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-  }
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environmentFor_ ? envp.data() : environ);
+  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   ::close(sv[1]);

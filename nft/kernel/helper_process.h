@@ -31,12 +31,9 @@ bool readFrame(int fd, std::string* payload, size_t maxBytes);
 
 class SupervisedHelper {
  public:
-  // Turns the parent's environment, as it is when a child starts, into the child's.
-  using EnvironmentFor = std::function<std::vector<std::string>(std::vector<std::string>)>;
   // argv[0] is the executable; the child finds its end of the socketpair on fd 3. The child gets
-  // the parent's environment, passed through environmentFor when one is given.
-  SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout,
-                   EnvironmentFor environmentFor = nullptr);
+  // the parent's environment as it is when the child starts.
+  SupervisedHelper(std::vector<std::string> argv, std::chrono::milliseconds callTimeout);
   ~SupervisedHelper();  // closes the socket, gives the child 2 s to leave, then kills it
   SupervisedHelper(const SupervisedHelper&) = delete;
   SupervisedHelper& operator=(const SupervisedHelper&) = delete;
@@ -70,7 +67,6 @@ class SupervisedHelper {
   int reserve_[2] = {-1, -1};
   std::vector<std::string> argv_;
   std::chrono::milliseconds timeout_;
-  EnvironmentFor environmentFor_;
   pid_t pid_ = 0;
   int fd_ = -1;
   int starts_ = 0;

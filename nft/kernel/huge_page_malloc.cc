@@ -1,19 +1,21 @@
 #include "nft/kernel/huge_page_malloc.h"
 
+#include <cstdlib>
+
 extern char** environ;
 
 namespace kpn::nft {
 
 namespace {
 
-constexpr const char* kTunablesPrefix = "GLIBC_TUNABLES=";
+constexpr std::string_view kTunablesName = "GLIBC_TUNABLES";
 
-bool namesHugetlb(const std::string& tunables) {
+bool namesHugetlb(std::string_view tunables) {
   // Entries are "name=value" separated by ':'; match a whole name, not a suffix of another.
-  const std::string name = "glibc.malloc.hugetlb=";
+  constexpr std::string_view name = "glibc.malloc.hugetlb=";
   for (size_t at = 0; at <= tunables.size();) {
     size_t end = tunables.find(':', at);
-    if (end == std::string::npos) end = tunables.size();
+    if (end == std::string_view::npos) end = tunables.size();
     if (tunables.compare(at, name.size(), name) == 0 && end - at >= name.size()) return true;
     at = end + 1;
   }
@@ -22,16 +24,28 @@ bool namesHugetlb(const std::string& tunables) {
 
 }  // namespace
 
+std::string tunablesWithHugePageMalloc(std::optional<std::string_view> current) {
+  if (!current || current->empty()) return kHugePageMallocTunable;
+  if (namesHugetlb(*current)) return std::string(*current);
+  return std::string(*current) + ":" + kHugePageMallocTunable;
+}
+
 std::vector<std::string> withHugePageMalloc(std::vector<std::string> env) {
-  const std::string prefix = kTunablesPrefix;
+  const std::string prefix = std::string(kTunablesName) + "=";
   for (auto& entry : env) {
     if (entry.compare(0, prefix.size(), prefix) != 0) continue;
-    std::string tunables = entry.substr(prefix.size());
-    if (!namesHugetlb(tunables)) entry += (tunables.empty() ? "" : ":") + std::string(kHugePageMallocTunable);
+    entry = prefix + tunablesWithHugePageMalloc(std::string_view(entry).substr(prefix.size()));
     return env;
   }
-  env.push_back(prefix + kHugePageMallocTunable);
+  env.push_back(prefix + tunablesWithHugePageMalloc(std::nullopt));
   return env;
+}
+
+void setHugePageMallocForChildren() {
+  const std::string name(kTunablesName);
+  const char* current = ::getenv(name.c_str());
+  ::setenv(name.c_str(),
+           tunablesWithHugePageMalloc(current ? std::optional<std::string_view>(current) : std::nullopt).c_str(), 1);
 }
 
 std::vector<std::string> currentEnvironment() {

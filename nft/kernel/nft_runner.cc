@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include "nft/json_text.h"
-#include "nft/kernel/huge_page_malloc.h"
 #include "nft/static_declarations.h"
 
 namespace kpn::nft {
@@ -23,9 +22,8 @@ std::vector<std::pair<Family, std::string>> iptablesNftTables() {
 
 NftRunner::NftRunner(NftRunnerOptions options)
     : options_(options),
-      helper_(nftHelperArgv(options.executable, getpid(), options.tables), options.callTimeout, withHugePageMalloc),
-      iptablesHelper_(nftHelperArgv(options.executable, getpid(), iptablesNftTables()), options.callTimeout,
-                      withHugePageMalloc) {}
+      helper_(nftHelperArgv(options.executable, getpid(), options.tables), options.callTimeout),
+      iptablesHelper_(nftHelperArgv(options.executable, getpid(), iptablesNftTables()), options.callTimeout) {}
 NftRunner::~NftRunner() = default;
 
 namespace {
@@ -100,8 +98,7 @@ RunResult NftRunner::commitScratch(const std::string& table, const std::string& 
   if (!scratchHelper_ || scratchTable_ != table) {
     scratchTable_ = table;
     scratchHelper_ = std::make_unique<SupervisedHelper>(
-        nftHelperArgv(options_.executable, getpid(), {{Family::IPv4, table}, {Family::IPv6, table}}), options_.callTimeout,
-        withHugePageMalloc);
+        nftHelperArgv(options_.executable, getpid(), {{Family::IPv4, table}, {Family::IPv6, table}}), options_.callTimeout);
   }
   return change(*scratchHelper_, NftOp::Commit, json);
 }

@@ -32,7 +32,9 @@ namespace {
 // table, and the other slots are its neighbours by key (destination . slot). A comment on every
 // slot was most of a cold transaction's JSON objects (libnftables parses an element with a
 // comment as two more objects) and a tenth of the kernel's memory per element.
-std::string slotComment(size_t slot, const std::string& comment) { return slot == 0 ? comment : std::string(); }
+std::string_view slotComment(size_t slot, const std::string& comment) {
+  return slot == 0 ? std::string_view(comment) : std::string_view();
+}
 
 // "round-robin-ns/web/tcp/http/10.96.0.10" (IPv6 colons as dots, as upstream's chain names),
 // "round-robin-ns/web/tcp/http/nodeport", with "local-" first for the local key spaces.
@@ -88,24 +90,25 @@ void affinityTo(PartBuilder& b, const PortPlan& p, KeySpace space, const Expr& d
 
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<Expr>& dest,
                 const Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order) {
-  const std::string map = backendsMapName(space, p.sp.protocol);
+  const SetName map = backendsMapName(space, p.sp.protocol);  // looked up once, not per slot
   const bool local = &order == p.local;
   const HashTable* table = local ? p.localTable : p.allTable;
   Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), table != nullptr};
+  // Slot i of the destination holds `endpoint` (its JSON, copied once: into the element's block).
+  auto slot = [&](size_t i, const std::string& endpoint) {
+    b.part.elements.emplace_back(map, slotKey(dest, i).json, endpoint, slotComment(i, p.comment));
+  };
   if (table) {
     // The slots are the endpoint set's lookup table (source_hash_table.h), not its order.
     pick.endpoints = static_cast<uint32_t>(table->size());
-    for (size_t i = 0; i < table->size(); ++i)
-      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{table->at(i), ""}, slotComment(i, p.comment)));
+    for (size_t i = 0; i < table->size(); ++i) slot(i, table->at(i));
   } else if (p.leastConn && order.size() > 1) {
     // The slots are the chosen endpoints (least_conn.h), counted by the shared pick rules.
     const std::vector<std::string> slots = leastConnSlots(order, local ? p.localChosen : p.allChosen);
     pick.endpoints = static_cast<uint32_t>(slots.size());
-    for (size_t i = 0; i < slots.size(); ++i)
-      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{slots[i], ""}, slotComment(i, p.comment)));
+    for (size_t i = 0; i < slots.size(); ++i) slot(i, slots[i]);
   } else {
-    for (size_t i = 0; i < order.size(); ++i)
-      b.part.elements.push_back(mapElement(map, slotKey(dest, i), Expr{order[i], ""}, slotComment(i, p.comment)));
+    for (size_t i = 0; i < order.size(); ++i) slot(i, order[i]);
   }
   if (p.affinitySeconds) return affinityTo(b, p, space, dispatchKey, dispatchMap, order);
   if (p.scheduler == services::Scheduler::RoundRobin && order.size() > 1)

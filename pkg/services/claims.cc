@@ -95,6 +95,15 @@ DestinationClaims& DestinationClaims::operator=(const DestinationClaims& o) {
   return *this;
 }
 
+DestinationClaims& DestinationClaims::operator=(DestinationClaims&& o) noexcept {
+  if (this == &o) return *this;
+  // std::map's move hands over its nodes (same allocator): no element is copied or moved.
+  claims_ = std::move(o.claims_);
+  byService_ = std::move(o.byService_);
+  o.clear();
+  return *this;
+}
+
 bool DestinationClaims::operator==(const DestinationClaims& o) const {
   // claims_ follows from byService_.
   return std::equal(byService_.begin(), byService_.end(), o.byService_.begin(), o.byService_.end(),

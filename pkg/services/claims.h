@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pkg/api/types.h"
@@ -33,6 +34,10 @@ class DestinationClaims {
   DestinationClaims() = default;
   DestinationClaims(const DestinationClaims& o) { *this = o; }
   DestinationClaims& operator=(const DestinationClaims& o);
+  // A move takes the other's map nodes as they are, so the pointers between them (Held, Claimant)
+  // stay valid; the other is left empty.
+  DestinationClaims(DestinationClaims&& o) noexcept { *this = std::move(o); }
+  DestinationClaims& operator=(DestinationClaims&& o) noexcept;
 
   // `svc` (null: gone, or not proxied) now claims destinationsOf(*svc). Services (keys) other
   // than `serviceKey` that won or lost a destination by it are added to *affected.

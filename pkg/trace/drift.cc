@@ -1,7 +1,13 @@
 #include "pkg/trace/drift.h"
 
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <map>
 #include <set>
+
+#include "nft/json_read.h"
 
 namespace kpn::trace {
 
@@ -11,14 +17,24 @@ bool names(std::string_view comment, const std::string& service) {
   return comment == service || comment.rfind(service + ":", 0) == 0;
 }
 
-// A slot's destination: its key without the slot ("{"concat":["10.96.0.10",80,3]}" ->
-// "{"concat":["10.96.0.10",80"). Only a destination's first slot carries the service port's
-// comment (render/service_dispatch.cc); the others are known by this. "" for a key that is not a
-// concatenation.
-std::string destinationOf(const std::string& key) {
-  if (key.rfind("{\"concat\":", 0) != 0) return "";
-  size_t comma = key.rfind(',');
-  return comma == std::string::npos ? "" : key.substr(0, comma);
+// A slot's destination: its key's concatenation without the slot, written compactly
+// ({"concat":["10.96.0.10",80,3]} -> ["10.96.0.10",80]), so that a key the kernel lists spelled
+// otherwise names the same destination. Only a destination's first slot carries the service
+// port's comment (render/service_dispatch.cc); the others are known by this. "" for a key that
+// is not a concatenation.
+std::string destinationOf(std::string_view key) {
+  // Drift reads every slot of the table: a key's tree fits this buffer, and costs no pool chunk.
+  char pool[512];
+  rapidjson::MemoryPoolAllocator<> allocator(pool, sizeof pool);
+  rapidjson::Document doc(&allocator);
+  if (!nft::readJson(key, doc) || !doc.IsObject() || doc.MemberCount() != 1) return "";
+  auto concat = doc.FindMember("concat");
+  if (concat == doc.MemberEnd() || !concat->value.IsArray() || concat->value.Size() < 2) return "";
+  concat->value.PopBack();
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  concat->value.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
 }
 
 std::string elementText(const std::string& set, const std::string& key, const std::string& value) {
@@ -40,7 +56,7 @@ Drift serviceDrift(const nft::ListedTable& live, const nft::Table& desired, cons
     for (const auto& e : part->elements)
       if (names(e.comment(), service)) {
         want[e.set.str()][std::string(e.key())] = std::string(e.value());
-        if (std::string d = destinationOf(std::string(e.key())); !d.empty()) named[e.set.str()].insert(d);
+        if (std::string d = destinationOf(e.key()); !d.empty()) named[e.set.str()].insert(d);
       }
     if (owner == "svc " + service)
       for (const auto& c : part->chains) {
@@ -52,7 +68,7 @@ Drift serviceDrift(const nft::ListedTable& live, const nft::Table& desired, cons
     if (!part) continue;
     for (const auto& e : part->elements) {
       auto ds = named.find(e.set.str());
-      if (e.comment().empty() && ds != named.end() && ds->second.count(destinationOf(std::string(e.key()))))
+      if (e.comment().empty() && ds != named.end() && ds->second.count(destinationOf(e.key())))
         want[e.set.str()][std::string(e.key())] = std::string(e.value());
     }
   }
