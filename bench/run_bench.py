@@ -116,8 +116,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
 
 
-# What our daemon and its libnftables helper add to their environment (nft/kernel/huge_page_malloc.h).
-HUGE_PAGE_MALLOC_ENV = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+# What our daemon and its libnftables helper add to their environment (nft/kernel/malloc_tunables.h).
+MALLOC_TUNABLES_ENV = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0"}
 
 
 def _child_setup():
@@ -527,14 +527,14 @@ class Bench:
     def floor_run(self, label, path):
         """One `nft -f` of a floor script, recorded under results["floor"][label]; then, for
         information, the same `nft -f` with malloc on huge pages (GLIBC_TUNABLES, as our daemon
-        and helper run: nft/kernel/huge_page_malloc.h), under "thp_runs". The targets stay against
+        and helper run: nft/kernel/malloc_tunables.h), under "thp_runs". The targets stay against
         the plain `nft -f`, as issue 27 defines the floor."""
         res = self.results.setdefault("floor", {}).setdefault(label, {"runs": []})
         listeners = nftables_event_listeners()
         if listeners:
             res.setdefault("listeners_seen", []).append(listeners)
             say("  WARNING: nftables event listeners during the floor of %s: %s" % (label, ", ".join(listeners)))
-        for key, env, what in (("runs", None, "nft -f"), ("thp_runs", HUGE_PAGE_MALLOC_ENV, "nft -f, huge pages")):
+        for key, env, what in (("runs", None, "nft -f"), ("thp_runs", MALLOC_TUNABLES_ENV, "nft -f, our malloc")):
             try:
                 u = self.nft_load(path, env)
             except (RuntimeError, subprocess.TimeoutExpired) as ex:
@@ -933,9 +933,9 @@ def report_floor(R, big):
         say("")
         say("== The floor: one `nft -f` of the same state (our --dry-run text, elements batched), fresh netns ==")
         say("   (the targets are against the plain `nft -f`; the last two columns, for information, are the same")
-        say("    `nft -f` with malloc on huge pages, GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as our processes run)")
+        say("    `nft -f` with our malloc tunables, GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0, as our processes run)")
         say(table(["state", "runs", "floor ms", "floor peak MiB", "our sync", "our commit", "our rules in",
-                   "sync/floor", "commit/floor", "rules in/floor", "floor on huge pages ms", "sync/that"], rows))
+                   "sync/floor", "commit/floor", "rules in/floor", "floor, our malloc ms", "sync/that"], rows))
 
 
 def issue27_targets(R, labels):

@@ -42,10 +42,22 @@ def planned(text, plan):
 
 
 def tunables(pid):
-    """The GLIBC_TUNABLES a process started with (its environment as exec'd)."""
+    """The GLIBC_TUNABLES a process started with (its environment as exec'd). glibc 2.36 parses
+    the variable in the process's original environment block, ending each value there with a NUL
+    (the process's environ is a copy, whole), so /proc/PID/environ shows "GLIBC_TUNABLES=a=1" and
+    then "b=0" as entries of their own: the tunables that follow are joined back (a tunable's name
+    has dots, an environment variable's has none)."""
     with open(f"/proc/{pid}/environ", "rb") as f:
-        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-    return env.get(b"GLIBC_TUNABLES", b"").decode()
+        entries = f.read().split(b"\0")
+    for i, e in enumerate(entries):
+        if e.startswith(b"GLIBC_TUNABLES="):
+            value = [e[len(b"GLIBC_TUNABLES="):]]
+            for more in entries[i + 1:]:
+                if b"=" not in more or b"." not in more.split(b"=", 1)[0]:
+                    break
+                value.append(more)
+            return b":".join(value).decode()
+    return ""
 
 
 def children(pid):
@@ -82,13 +94,14 @@ def run_as_deployed(lab, init, pid_in_pod):
     # Traffic waits for the first sync: before it the node has no rules for the service (the
     # connections raced it on a loaded machine, and 1 of 18 timed out, with main's binary too).
     wait_until(lambda: "first sync done" in pod.stderr(), 30, "the first sync", pod)
-    # malloc on transparent huge pages (nft/kernel/huge_page_malloc.h): the daemon re-executed
-    # itself with the tunable, keeping its PID (asserted above), and its libnftables helper has it.
-    assert tunables(host_pid) == "glibc.malloc.hugetlb=1", pod.tail()
+    # Our malloc tunables (nft/kernel/malloc_tunables.h: huge pages, no fastbins): the daemon
+    # re-executed itself with them, keeping its PID (asserted above), and its libnftables helper has them.
+    ours = "glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0"
+    assert tunables(host_pid) == ours, pod.tail()
     with open(f"/proc/{host_pid}/comm") as f:
         assert f.read().strip() == "kube-proxy", "the re-exec renamed the process (ps, pgrep)"
     helpers = children(host_pid)
-    assert helpers and all(tunables(h) == "glibc.malloc.hugetlb=1" for h in helpers), (helpers, pod.tail())
+    assert helpers and all(tunables(h) == ours for h in helpers), (helpers, pod.tail())
     expect_answers(cli, V4, 80, {a.v4, b.v4}, {client.v4}, what="IPv4 ClusterIP from the pod")
     expect_answers(cli, V6, 80, {a.v6, b.v6}, {client.v6}, what="IPv6 ClusterIP from the pod")
     expect_answers(cli, V4, 53, {a.v4, b.v4}, {client.v4}, proto="udp", what="UDP")

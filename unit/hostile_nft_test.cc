@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "nft/kernel/cache_scope.h"
-#include "nft/kernel/huge_page_malloc.h"
+#include "nft/kernel/malloc_tunables.h"
 #include "nft/kernel/helper_process.h"
 #include "nft/kernel/nft_helper.h"
 #include "nft/kernel/nft_runner.h"
@@ -228,36 +228,37 @@ TEST_CASE("supervised helper: a request written in pieces arrives as one request
   CHECK(error == "exited with status 3");
 }
 
-TEST_CASE("huge page malloc: the tunable is added to what the operator set, added to what the operator set, never overriding it") {
-  CHECK(withHugePageMalloc({"PATH=/bin"}) == std::vector<std::string>{"PATH=/bin", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
-  CHECK(withHugePageMalloc({"GLIBC_TUNABLES=glibc.malloc.arena_max=2", "HOME=/"}) ==
-        std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1", "HOME=/"});
-  CHECK(withHugePageMalloc({"GLIBC_TUNABLES="}) == std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
-  // The operator's own hugetlb value wins, wherever it stands in the list.
-  CHECK(withHugePageMalloc({"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"}) ==
-        std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"});
-  CHECK(withHugePageMalloc({"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2"}) ==
-        std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2"});
-  // A name that merely ends like it is another tunable.
-  CHECK(withHugePageMalloc({"GLIBC_TUNABLES=x.glibc.malloc.hugetlb=0"}) ==
-        std::vector<std::string>{"GLIBC_TUNABLES=x.glibc.malloc.hugetlb=0:glibc.malloc.hugetlb=1"});
+TEST_CASE("malloc tunables: ours are added to the environment's GLIBC_TUNABLES, never overriding the operator's") {
+  const std::string ours = "glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0";
+  CHECK(environmentWithMallocTunables({"PATH=/bin"}) == std::vector<std::string>{"PATH=/bin", "GLIBC_TUNABLES=" + ours});
+  CHECK(environmentWithMallocTunables({"GLIBC_TUNABLES=glibc.malloc.arena_max=2", "HOME=/"}) ==
+        std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.arena_max=2:" + ours, "HOME=/"});
+  CHECK(environmentWithMallocTunables({"GLIBC_TUNABLES="}) == std::vector<std::string>{"GLIBC_TUNABLES=" + ours});
+  // The operator's own values win, wherever they stand in the list.
+  CHECK(environmentWithMallocTunables({"GLIBC_TUNABLES=glibc.malloc.hugetlb=0:glibc.malloc.mxfast=64"}) ==
+        std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=0:glibc.malloc.mxfast=64"});
   // A variable that only starts with the name is not it.
-  CHECK(withHugePageMalloc({"GLIBC_TUNABLESX=1"}) ==
-        std::vector<std::string>{"GLIBC_TUNABLESX=1", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
+  CHECK(environmentWithMallocTunables({"GLIBC_TUNABLESX=1"}) ==
+        std::vector<std::string>{"GLIBC_TUNABLESX=1", "GLIBC_TUNABLES=" + ours});
 }
 
-TEST_CASE("huge page malloc: the value of GLIBC_TUNABLES, the operator's hugetlb value winning") {
-  CHECK(tunablesWithHugePageMalloc(std::nullopt) == "glibc.malloc.hugetlb=1");
-  CHECK(tunablesWithHugePageMalloc("") == "glibc.malloc.hugetlb=1");
-  CHECK(tunablesWithHugePageMalloc("glibc.malloc.arena_max=2") == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
-  CHECK(tunablesWithHugePageMalloc("glibc.malloc.hugetlb=0") == "glibc.malloc.hugetlb=0");
-  CHECK(tunablesWithHugePageMalloc("glibc.malloc.hugetlb=2:glibc.malloc.arena_max=2") ==
-        "glibc.malloc.hugetlb=2:glibc.malloc.arena_max=2");
-  CHECK(tunablesWithHugePageMalloc("x.glibc.malloc.hugetlb=0") == "x.glibc.malloc.hugetlb=0:glibc.malloc.hugetlb=1");
-  CHECK(tunablesWithHugePageMalloc("glibc.malloc.hugetlb") == "glibc.malloc.hugetlb:glibc.malloc.hugetlb=1");
+TEST_CASE("malloc tunables: the value of GLIBC_TUNABLES, each of the operator's values winning") {
+  CHECK(withMallocTunables(std::nullopt) == "glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0");
+  CHECK(withMallocTunables("") == "glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0");
+  CHECK(withMallocTunables("glibc.malloc.arena_max=2") == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0");
+  // One of ours given: that one kept as it is, the other added.
+  CHECK(withMallocTunables("glibc.malloc.hugetlb=0") == "glibc.malloc.hugetlb=0:glibc.malloc.mxfast=0");
+  CHECK(withMallocTunables("glibc.malloc.mxfast=64") == "glibc.malloc.mxfast=64:glibc.malloc.hugetlb=1");
+  CHECK(withMallocTunables("glibc.malloc.hugetlb=2:glibc.malloc.arena_max=2") ==
+        "glibc.malloc.hugetlb=2:glibc.malloc.arena_max=2:glibc.malloc.mxfast=0");
+  CHECK(withMallocTunables("glibc.malloc.arena_max=2:glibc.malloc.mxfast=0:glibc.malloc.hugetlb=1") ==
+        "glibc.malloc.arena_max=2:glibc.malloc.mxfast=0:glibc.malloc.hugetlb=1");
+  // A name that merely ends like one of ours is another tunable; a name without a value names none.
+  CHECK(withMallocTunables("x.glibc.malloc.hugetlb=0") == "x.glibc.malloc.hugetlb=0:glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0");
+  CHECK(withMallocTunables("glibc.malloc.hugetlb") == "glibc.malloc.hugetlb:glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0");
 }
 
-TEST_CASE("huge page malloc: a daemon that could not re-execute itself still starts its helpers with the tunable") {
+TEST_CASE("malloc tunables: a daemon that could not re-execute itself still starts its helpers with them") {
   using namespace std::chrono_literals;
   // The child answers with one frame (a little-endian length word, then the text) holding its
   // GLIBC_TUNABLES, then drains its socket.
@@ -268,14 +269,15 @@ TEST_CASE("huge page malloc: a daemon that could not re-execute itself still sta
   auto helperSees = [&](const char* tunables) {
     if (tunables) ::setenv("GLIBC_TUNABLES", tunables, 1);
     else ::unsetenv("GLIBC_TUNABLES");
-    setHugePageMallocForChildren();
+    setMallocTunablesForChildren();
     std::string error;
     SupervisedHelper helper({"/bin/sh", "-c", answerTunables}, 10s);
     return helper.call("x", &error).value_or("no answer: " + error);
   };
-  CHECK(helperSees(nullptr) == "glibc.malloc.hugetlb=1");
-  CHECK(helperSees("glibc.malloc.arena_max=2") == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
-  CHECK(helperSees("glibc.malloc.hugetlb=0") == "glibc.malloc.hugetlb=0");  // the operator turned it off
+  CHECK(helperSees(nullptr) == "glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0");
+  CHECK(helperSees("glibc.malloc.arena_max=2") == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0");
+  // The operator turned huge pages off and kept fastbins.
+  CHECK(helperSees("glibc.malloc.hugetlb=0:glibc.malloc.mxfast=64") == "glibc.malloc.hugetlb=0:glibc.malloc.mxfast=64");
   if (before) ::setenv("GLIBC_TUNABLES", before->c_str(), 1);
   else ::unsetenv("GLIBC_TUNABLES");
 }

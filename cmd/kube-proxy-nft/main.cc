@@ -18,7 +18,7 @@
 #include "cmd/kube-proxy-nft/cleanup_command.h"
 #include "cmd/kube-proxy-nft/diagnosis.h"
 #include "cmd/kube-proxy-nft/flags.h"
-#include "cmd/kube-proxy-nft/huge_page_malloc_exec.h"
+#include "cmd/kube-proxy-nft/malloc_tunables_exec.h"
 #include "cmd/kube-proxy-nft/nft_runner_options.h"
 #include "cmd/kube-proxy-nft/state_source.h"
 #include "cmd/kube-proxy-nft/status_command.h"
@@ -78,7 +78,7 @@ int runDryRun(kpn::render::Renderer& renderer, const kpn::state::ClusterState& s
 }  // namespace
 
 int main(int argc, char** argv) {
-  kpn::cmd::reexecWithHugePageMalloc(argv);
+  kpn::cmd::reexecWithMallocTunables(argv);
   kpn::logging::startLogging(argv[0]);
   // The same binary is the libnftables helper process (nft/kernel/nft_helper.h).
   if (auto rc = kpn::nft::runNftHelperIfAsked(argc, argv)) return *rc;

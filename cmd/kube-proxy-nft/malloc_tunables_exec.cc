@@ -1,4 +1,4 @@
-#include "cmd/kube-proxy-nft/huge_page_malloc_exec.h"
+#include "cmd/kube-proxy-nft/malloc_tunables_exec.h"
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "nft/kernel/huge_page_malloc.h"
+#include "nft/kernel/malloc_tunables.h"
 
 namespace kpn::cmd {
 
@@ -27,9 +27,9 @@ void restoreProcessName(const char* argv0) {
 
 }  // namespace
 
-void reexecWithHugePageMalloc(char** argv) {
+void reexecWithMallocTunables(char** argv) {
   const std::vector<std::string> env = nft::currentEnvironment();
-  std::vector<std::string> tuned = nft::withHugePageMalloc(env);
+  std::vector<std::string> tuned = nft::environmentWithMallocTunables(env);
   if (tuned == env) {
     if (argv[0]) restoreProcessName(argv[0]);
     return;
@@ -39,9 +39,9 @@ void reexecWithHugePageMalloc(char** argv) {
   envp.push_back(nullptr);
   // /proc/self/exe: the binary this process runs, whatever argv[0] says (a relative name, a
   // symlink such as /usr/local/bin/kube-proxy). Returns only on failure: then run untuned, but
-  // with the tunable in the environment the helpers inherit (their own start finds it there).
+  // with the tunables in the environment the helpers inherit (their own start finds it there).
   ::execve("/proc/self/exe", argv, envp.data());
-  nft::setHugePageMallocForChildren();
+  nft::setMallocTunablesForChildren();
 }
 
 }  // namespace kpn::cmd
