@@ -526,7 +526,7 @@ class Bench:
 
     def floor_run(self, label, path):
         """One `nft -f` of a floor script, recorded under results["floor"][label]; then, for
-        information, the same `nft -f` with malloc on huge pages (GLIBC_TUNABLES, as our daemon
+        information, the same `nft -f` with our malloc tunables (GLIBC_TUNABLES, as our daemon
         and helper run: nft/kernel/malloc_tunables.h), under "thp_runs". The targets stay against
         the plain `nft -f`, as issue 27 defines the floor."""
         res = self.results.setdefault("floor", {}).setdefault(label, {"runs": []})
