@@ -166,7 +166,8 @@ void readManifestFiles(const std::string& dir, const std::vector<std::string>& n
 }
 
 unsigned manifestReadThreads() {
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u) - 1;
+  const unsigned cpus = std::thread::hardware_concurrency();
+  return cpus < 4 ? 0 : std::min(cpus - 1, 3u);
 }
 
 }  // namespace kpn::source
