@@ -557,3 +557,26 @@ TEST_CASE("a full read of many files applies them in name order; a malformed fil
 
 }  // namespace
 }  // namespace kpn::source
+
+namespace kpn::source {
+namespace {
+
+TEST_CASE("lookupExcluded finds a Service that is not ours by its name, whatever the file is called") {
+  TempDir d;
+  writeFile(d / "a.yaml", svc("web", "10.0.0.1"));
+  writeFile(d / "other.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: other\n  namespace: default\n  labels:\n"
+            "    service.kubernetes.io/service-proxy-name: someone-else\nspec:\n  clusterIP: 10.0.0.2\n");
+  state::ClusterState st;
+  ManifestDir md(d.path, "node-a", st);
+  md.start();
+  REQUIRE(st.services.count("default/other") == 0);
+  ExcludedLookup l = md.lookupExcluded("default", "other");
+  CHECK(l.asked);
+  REQUIRE(l.service.has_value());
+  CHECK(l.service->clusterIPs.at(0) == "10.0.0.2");
+  CHECK_FALSE(md.lookupExcluded("default", "web").service.has_value());  // ours: not excluded
+}
+
+}  // namespace
+}  // namespace kpn::source

@@ -216,9 +216,9 @@ ExcludedLookup ManifestDir::lookupExcluded(const std::string& ns, const std::str
   }
   out.asked = true;
   while (const dirent* e = readdir(d.get())) {
-    std::string name = e->d_name;
-    if (!isManifestFileName(name)) continue;
-    ManifestFile file = readManifestFile(dir_, name);
+    std::string fileName = e->d_name;  // not `name`: that is the Service's
+    if (!isManifestFileName(fileName)) continue;
+    ManifestFile file = readManifestFile(dir_, fileName);
     if (file.outcome != ManifestFile::Outcome::kParsed) continue;
     api::DecodedObjects objs;
     api::decodeParsedManifest(file.parsed, objs);
