@@ -510,3 +510,73 @@ TEST_CASE("a change to one file re-reads only that file") {
 
 }  // namespace
 }  // namespace kpn::source
+
+namespace kpn::source {
+namespace {
+
+// A full read (start, and any rescan) reads and parses files on threads of their own; what
+// applies, and what is logged, must still come in name order.
+TEST_CASE("a full read of many files applies them in name order; a malformed file keeps what it had") {
+  TempDir d;
+  for (int i = 0; i < 8; ++i) {
+    std::string n = std::to_string(i);
+    writeFile(d / ("a" + n + ".json"), bigList(300 * (i % 3) + 1, 2, "s" + n + "-"));
+  }
+  writeFile(d / "a3.yaml", svc("shared", "10.0.0.3"));
+  writeFile(d / "a6.yaml", svc("shared", "10.0.0.6"));
+  state::ClusterState st;
+  ManifestDir md(d.path, "node-a", st);
+  {
+    LogCapture logs;
+    CHECK(md.start());
+    CHECK(clusterIP(st, "default/shared") == "10.0.0.3");
+    CHECK(logs.has("a6.yaml: Service default/shared is ignored: a3.yaml defines it too"));
+  }
+  REQUIRE(st.services.size() == 3 * 1 + 3 * 301 + 2 * 601 + 1);  // a0..a7 hold 1, 301 or 601, and "shared"
+
+  // The next full read: a2.json cut off, a5.json with an invalid object, a3.yaml gone.
+  writeFile(d / "a2.json", R"({"apiVersion":"v1","kind":"List","items":[)");
+  writeFile(d / "a5.json", R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"bad"},"spec":{"clusterIP":"10.0.0.300"}})");
+  fs::remove(d / "a3.yaml");
+  LogCapture logs(google::GLOG_INFO);
+  fs::create_directory(d / "..2024_01_01");
+  fs::create_directory_symlink("..2024_01_01", d / "..data");  // what makes the source read everything again
+  CHECK(pump(md));
+  CHECK(st.services.count("bench/s2-600") == 1);  // kept from before
+  CHECK(st.services.count("bench/s5-0") == 0);    // a5.json's list is replaced by its one bad object
+  CHECK(clusterIP(st, "default/shared") == "10.0.0.6");
+  CHECK(md.skippedObjects() == 1);
+  std::vector<std::string> order;
+  for (const std::string& line : logs.lines())
+    for (const char* needle : {"Service default/shared now comes from a6.yaml", "a2.json: JSON", "a5.json: Service default/bad"})
+      if (line.find(needle) != std::string::npos) order.push_back(needle);
+  // The files gone first (before any file is read), then the files' own lines in name order.
+  CHECK(order == std::vector<std::string>{"Service default/shared now comes from a6.yaml", "a2.json: JSON",
+                                          "a5.json: Service default/bad"});
+}
+
+}  // namespace
+}  // namespace kpn::source
+
+namespace kpn::source {
+namespace {
+
+TEST_CASE("lookupExcluded finds a Service that is not ours by its name, whatever the file is called") {
+  TempDir d;
+  writeFile(d / "a.yaml", svc("web", "10.0.0.1"));
+  writeFile(d / "other.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: other\n  namespace: default\n  labels:\n"
+            "    service.kubernetes.io/service-proxy-name: someone-else\nspec:\n  clusterIP: 10.0.0.2\n");
+  state::ClusterState st;
+  ManifestDir md(d.path, "node-a", st);
+  md.start();
+  REQUIRE(st.services.count("default/other") == 0);
+  ExcludedLookup l = md.lookupExcluded("default", "other");
+  CHECK(l.asked);
+  REQUIRE(l.service.has_value());
+  CHECK(l.service->clusterIPs.at(0) == "10.0.0.2");
+  CHECK_FALSE(md.lookupExcluded("default", "web").service.has_value());  // ours: not excluded
+}
+
+}  // namespace
+}  // namespace kpn::source

@@ -5,8 +5,10 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -669,32 +671,17 @@ void decodeObjectAs(const rapidjson::Value& v, const std::string& kind, DecodedO
   decodeAny(v, kind, 3, out);  // deeper than any list may nest: an item is never a list itself
 }
 
-bool decodeManifest(std::string_view text, bool json, DecodedObjects& out, std::string* syntaxError) {
-  // A UTF-8 byte order mark is legal at the start of either format; RapidJSON does not skip it.
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  if (isBlank(text)) return true;
-  DecodedObjects decoded;
-  if (json) {
-    rapidjson::Document doc;
-    // Iterative: a maliciously deep file must not overflow the daemon's stack.
-    doc.Parse<rapidjson::kParseIterativeFlag>(text.data(), text.size());
-    if (doc.HasParseError()) {
-      if (syntaxError)
-        *syntaxError = std::string("JSON: ") + rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
-                       std::to_string(doc.GetErrorOffset());
-      return false;
-    }
-    decodeObject(doc, decoded);
-  } else {
-    std::vector<rapidjson::Document> docs;
-    try {
-      docs = yamlToJson(text);
-    } catch (const std::exception& e) {
-      if (syntaxError) *syntaxError = std::string("YAML: ") + e.what();
-      return false;
-    }
-    for (const auto& d : docs) decodeObject(d, decoded);
-  }
+namespace {
+
+bool jsonSyntaxError(const rapidjson::Document& doc, std::string* syntaxError) {
+  if (!doc.HasParseError()) return false;
+  if (syntaxError)
+    *syntaxError = std::string("JSON: ") + rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
+                   std::to_string(doc.GetErrorOffset());
+  return true;
+}
+
+void appendDecoded(DecodedObjects& out, DecodedObjects& decoded) {
   auto append = [](auto& to, auto& from) {
     if (to.empty()) to = std::move(from);
     else to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
@@ -705,6 +692,88 @@ bool decodeManifest(std::string_view text, bool json, DecodedObjects& out, std::
   append(out.serviceCIDRs, decoded.serviceCIDRs);
   append(out.errors, decoded.errors);
   append(out.warnings, decoded.warnings);
+}
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+}  // namespace
+
+struct ParsedManifest::Documents {
+  // Room for a JSON document's values, kept from parse to parse: a 3 MB file's tree is megabytes,
+  // which, allocated afresh for each file, cost as much as parsing it. Grown to what the biggest
+  // parse so far needed (more only spills into the allocator's own chunks).
+  std::unique_ptr<char[]> space;
+  size_t spaceSize = 0, needed = 0;
+  std::optional<rapidjson::MemoryPoolAllocator<>> values;  // over `space`
+  std::vector<rapidjson::Document> docs;                   // declared last: they go first
+
+  void clear() {
+    docs.clear();
+    values.reset();
+  }
+};
+
+ParsedManifest::ParsedManifest() = default;
+ParsedManifest::~ParsedManifest() = default;
+ParsedManifest::ParsedManifest(ParsedManifest&&) noexcept = default;
+ParsedManifest& ParsedManifest::operator=(ParsedManifest&&) noexcept = default;
+
+void ParsedManifest::clear() {
+  if (docs_) docs_->clear();
+}
+
+bool parseManifestInPlace(char* text, size_t size, bool json, ParsedManifest& out, std::string* syntaxError) {
+  if (!out.docs_) out.docs_ = std::make_unique<ParsedManifest::Documents>();
+  ParsedManifest::Documents& d = *out.docs_;
+  d.clear();
+  // A UTF-8 byte order mark is legal at the start of either format; RapidJSON does not skip it.
+  if (std::string_view(text, size).substr(0, 3) == kByteOrderMark) text += 3, size -= 3;
+  if (isBlank(std::string_view(text, size))) return true;  // a file with no objects
+  if (!json) {
+    try {
+      d.docs = yamlToJson(std::string_view(text, size));
+    } catch (const std::exception& e) {
+      if (syntaxError) *syntaxError = std::string("YAML: ") + e.what();
+      return false;
+    }
+    return true;
+  }
+  if (d.needed > d.spaceSize) {
+    d.space.reset();
+    d.spaceSize = d.needed + d.needed / 4;
+    d.space.reset(new char[d.spaceSize]);
+  }
+  if (d.space) d.values.emplace(d.space.get(), d.spaceSize);
+  else d.values.emplace();
+  // In situ: the document's strings are the text's own bytes (unescaped where they lie), not
+  // copies. Parsing stops at a NUL byte just as a length-bounded parse does (RapidJSON reads the
+  // end of its input as a NUL), so both accept and reject the same texts.
+  text[size] = '\0';
+  rapidjson::Document& doc = d.docs.emplace_back(&*d.values);
+  // Iterative: a maliciously deep file must not overflow the daemon's stack.
+  doc.ParseInsitu<rapidjson::kParseIterativeFlag>(text);
+  d.needed = std::max(d.needed, d.values->Size() + 1024);  // + the chunk headers' share, roughly
+  if (jsonSyntaxError(doc, syntaxError)) {
+    d.clear();
+    return false;
+  }
+  return true;
+}
+
+void decodeParsedManifest(const ParsedManifest& parsed, DecodedObjects& out) {
+  if (!parsed.docs_) return;
+  DecodedObjects decoded;
+  for (const auto& d : parsed.docs_->docs) decodeObject(d, decoded);
+  appendDecoded(out, decoded);
+}
+
+bool decodeManifest(std::string_view text, bool json, DecodedObjects& out, std::string* syntaxError) {
+  std::string copy;  // the in-place parse overwrites its text, and needs one byte more
+  copy.reserve(text.size() + 1);
+  copy.append(text).push_back('\0');
+  ParsedManifest parsed;
+  if (!parseManifestInPlace(copy.data(), text.size(), json, parsed, syntaxError)) return false;
+  decodeParsedManifest(parsed, out);
   return true;
 }
 

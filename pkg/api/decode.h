@@ -5,6 +5,7 @@
 // The RapidJSON entry point (for the API-watch source) is in decode_json.h.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,5 +33,32 @@ struct DecodedObjects {
 // text is a file with no objects. Returns false, with *syntaxError set and `out` untouched, when
 // the text does not parse at all: the caller then keeps what the file held before. Never throws.
 bool decodeManifest(std::string_view text, bool json, DecodedObjects& out, std::string* syntaxError);
+
+// The same in two halves, for a whole file read into a scratch buffer, so that parsing (the
+// bigger half) and decoding can run on different threads: the parse makes no objects and touches
+// nothing shared. JSON is parsed in place: `text` is overwritten, its byte text[size] must be
+// writable (a NUL goes there), and it must outlive the ParsedManifest. Same results, same errors.
+class ParsedManifest {
+ public:
+  ParsedManifest();
+  ~ParsedManifest();
+  ParsedManifest(ParsedManifest&&) noexcept;
+  ParsedManifest& operator=(ParsedManifest&&) noexcept;
+  // Drops the documents (before their text is reused) but keeps the room they took, for the
+  // next parse into this object.
+  void clear();
+
+  struct Documents;  // the JSON documents (one per YAML document)
+
+ private:
+  friend bool parseManifestInPlace(char* text, size_t size, bool json, ParsedManifest& out,
+                                   std::string* syntaxError);
+  friend void decodeParsedManifest(const ParsedManifest& parsed, DecodedObjects& out);
+  std::unique_ptr<Documents> docs_;
+};
+// False, with *syntaxError set, when the text does not parse at all.
+bool parseManifestInPlace(char* text, size_t size, bool json, ParsedManifest& out, std::string* syntaxError);
+// Appends the parsed documents' objects to `out`, as decodeManifest does.
+void decodeParsedManifest(const ParsedManifest& parsed, DecodedObjects& out);
 
 }  // namespace kpn::api

@@ -1,7 +1,6 @@
 #include "pkg/source/manifest_dir.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <glog/logging.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
@@ -49,36 +48,6 @@ bool createdWhole(const std::string& path) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return false;
   return S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && st.st_nlink > 1);
-}
-
-enum class ReadResult { kOk, kGone, kError };
-
-// Reads a regular file (following symlinks). kGone when there is no regular file at `path`.
-ReadResult readRegularFile(const std::string& path, std::string* out, int* err) {
-  // O_NONBLOCK: a FIFO named like a manifest must not hang the daemon in open().
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    *err = errno;
-    return errno == ENOENT || errno == ENOTDIR ? ReadResult::kGone : ReadResult::kError;
-  }
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) return *err = errno, ReadResult::kError;
-  if (!S_ISREG(st.st_mode)) return ReadResult::kGone;
-  out->clear();
-  out->resize(static_cast<size_t>(st.st_size) + 1);  // +1: reaching EOF needs no second resize
-  size_t used = 0;
-  while (true) {
-    if (used == out->size()) out->resize(out->size() * 2);
-    ssize_t n = read(fd.get(), out->data() + used, out->size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return *err = errno, ReadResult::kError;
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-  }
-  out->resize(used);
-  return ReadResult::kOk;
 }
 
 }  // namespace
@@ -165,33 +134,39 @@ bool ManifestDir::rescan() {
   bool changed = false;
   for (const auto& f : merge_.files())
     if (!present.count(f)) changed |= merge_.dropFile(f);
-  for (const auto& name : present) changed |= reload(name);
+  // Reading and parsing is most of a full read: the files are read and parsed on several
+  // threads, and decoded and applied here one by one in name order, as if read one by one.
+  readManifestFiles(dir_, {present.begin(), present.end()}, manifestReadThreads(),
+                    [&](ManifestFile& f) { changed |= apply(f); });
   return changed;
 }
 
 bool ManifestDir::reload(const std::string& name) {
-  std::string text;
-  int err = 0;
-  switch (readRegularFile(dir_ + "/" + name, &text, &err)) {
-    case ReadResult::kGone:
+  ManifestFile file = readManifestFile(dir_, name);
+  return apply(file);
+}
+
+bool ManifestDir::apply(ManifestFile& file) {
+  const std::string& name = file.name;
+  switch (file.outcome) {
+    case ManifestFile::Outcome::kGone:
       if (merge_.hasFile(name))
         LOG(INFO) << "manifests: " << name << " is gone; dropping its " << merge_.objectCount(name) << " objects";
       return merge_.dropFile(name);
-    case ReadResult::kError:
-      LOG(WARNING) << "manifests: " << name << ": " << std::strerror(err) << "; keeping the "
+    case ManifestFile::Outcome::kReadError:
+      LOG(WARNING) << "manifests: " << name << ": " << std::strerror(file.readErrno) << "; keeping the "
                    << merge_.objectCount(name) << " objects it had";
       return false;
-    case ReadResult::kOk:
+    case ManifestFile::Outcome::kSyntaxError:
+      LOG(WARNING) << "manifests: " << name << ": " << file.syntaxError << "; keeping the " << merge_.objectCount(name)
+                   << " objects it had";
+      return false;
+    case ManifestFile::Outcome::kParsed:
       break;
   }
 
   api::DecodedObjects objs;
-  std::string syntaxError;
-  if (!api::decodeManifest(text, endsWith(name, ".json"), objs, &syntaxError)) {
-    LOG(WARNING) << "manifests: " << name << ": " << syntaxError << "; keeping the " << merge_.objectCount(name)
-                 << " objects it had";
-    return false;
-  }
+  api::decodeParsedManifest(file.parsed, objs);
   for (const auto& e : objs.errors) {
     LOG(WARNING) << "manifests: " << name << ": " << e << " (skipped)";
     api::reportSkippedError(e);
@@ -241,11 +216,12 @@ ExcludedLookup ManifestDir::lookupExcluded(const std::string& ns, const std::str
   }
   out.asked = true;
   while (const dirent* e = readdir(d.get())) {
-    std::string file = e->d_name, text, syntaxError;
-    int err = 0;
-    if (!isManifestFileName(file) || readRegularFile(dir_ + "/" + file, &text, &err) != ReadResult::kOk) continue;
+    std::string fileName = e->d_name;  // not `name`: that is the Service's
+    if (!isManifestFileName(fileName)) continue;
+    ManifestFile file = readManifestFile(dir_, fileName);
+    if (file.outcome != ManifestFile::Outcome::kParsed) continue;
     api::DecodedObjects objs;
-    if (!api::decodeManifest(text, endsWith(file, ".json"), objs, &syntaxError)) continue;
+    api::decodeParsedManifest(file.parsed, objs);
     for (auto& svc : objs.services)
       if (svc.meta.ns == ns && svc.meta.name == name && services::excludedByProxySelector(svc.meta))
         out.service = std::move(svc);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "pkg/source/manifest_merge.h"
+#include "pkg/source/manifest_read.h"
 #include "pkg/source/source.h"
 #include "pkg/source/unique_fd.h"
 #include "pkg/state/cluster_state.h"
@@ -55,6 +56,9 @@ class ManifestDir final : public Source {
   bool rescan();
   // Re-reads one file (or drops it when it is gone or no longer a regular file).
   bool reload(const std::string& name);
+  // Decodes, logs and counts what reading a file gave and merges it (or keeps or drops what
+  // the file had).
+  bool apply(ManifestFile& file);
   bool forgetEverything();
   void armRetryTimer(bool on);
 
