@@ -7,7 +7,9 @@ Three node namespaces, each with a client namespace and a server namespace of it
             with `nft -f` (in chunks of services: one transaction of 10k services takes minutes in the
             kernel, scale-floor.md section 1; the rules are the same either way);
   small     the daemon on a table of the measured services alone (one per protocol and endpoint
-            count: 6 services), the "1-service table" the big one must match (flat in cluster size).
+            count: 6 services), the "1-service table" the big one must match (flat in cluster size);
+  baseline  with --baseline-binary, that (older) daemon on the big state, a fourth table in the same
+            rounds: a layout change measured against the one before it, same run.
 In every state six services are measured: TCP and UDP with 1, 4 and 16 endpoints (port 80 -> 8080);
 their endpoint addresses live in the server namespace. The client namespace's addresses are in the
 cluster CIDR, so nothing is masqueraded (same in both layouts) and the NAT port space never runs out.
@@ -23,6 +25,7 @@ of the per-round ratios ours/upstream and ours/small (same round, same seconds o
 
 Usable as a module (run_bench.py runs it as a phase) or by hand, as root:
   python3 bench/datapath_bench.py [--binary build/kube-proxy-nft] [--services 10000] [--rounds 5]
+                                  [--baseline-binary OLD/kube-proxy-nft]
 """
 import argparse
 import json
@@ -136,9 +139,10 @@ def median(xs):
 
 
 def run(binary, services, endpoints, rounds, seconds, say, sh, own_ns, start_proc, start_daemon,
-        per_chunk=500):
+        per_chunk=500, start_baseline=None):
     """The whole measurement; returns the results dict. `start_proc(argv)` starts and owns a helper
-    process, `start_daemon(manifests_dir, netns, tag)` the daemon until its first sync."""
+    process, `start_daemon(manifests_dir, netns, tag)` the daemon until its first sync;
+    `start_baseline` the same for an older binary (the big state again, as the "baseline" table)."""
     tmp = tempfile.mkdtemp(prefix="kpndp-")
     try:
         load = build_load(tmp)
@@ -156,6 +160,11 @@ def run(binary, services, endpoints, rounds, seconds, say, sh, own_ns, start_pro
             lab.serve(st, names, load, start_proc)
             start_daemon(d, lab.node, "datapath-" + tag)
             labs[tag] = (lab, st)
+        if start_baseline:
+            lab = Lab("baseline", sh, own_ns)
+            lab.serve(big, names, load, start_proc)
+            start_baseline(os.path.join(tmp, "ours"), lab.node, "datapath-baseline")
+            labs["baseline"] = (lab, big)
         lab = Lab("upstream", sh, own_ns)
         lab.serve(big, names, load, start_proc)
         up_s = load_upstream(lab, big, sh, tmp, per_chunk)
@@ -170,12 +179,12 @@ def run(binary, services, endpoints, rounds, seconds, say, sh, own_ns, start_pro
                                        st.services[measured_name(proto, c)]["ip"], 0.3)
                     if r["ok"] == 0 or r["failed"] > r["ok"] // 100:
                         raise RuntimeError("data path %s %s x%d: %s" % (tag, proto, c, r))
-        tags = ["ours", "upstream", "small"]
+        tags = ["ours", "upstream", "small"] + (["baseline"] if start_baseline else [])
         samples = {tag: {p: {c: [] for c in COUNTS} for p in PROTOS} for tag in tags}
         for r in range(rounds):
             for proto in PROTOS:
                 for c in COUNTS:
-                    for tag in tags[r % 3:] + tags[:r % 3]:
+                    for tag in tags[r % len(tags):] + tags[:r % len(tags)]:
                         lab, st = labs[tag]
                         samples[tag][proto][c].append(
                             lab.run_client(load, proto, st.services[measured_name(proto, c)]["ip"], seconds))
@@ -194,6 +203,11 @@ def run(binary, services, endpoints, rounds, seconds, say, sh, own_ns, start_pro
                     "ours_over_small": median([a / b for a, b in zip(rate["ours"], rate["small"])]),
                     "upstream_over_small": median([a / b for a, b in zip(rate["upstream"], rate["small"])]),
                 }
+                if start_baseline:
+                    res["summary"]["%s/%d" % (p, c)].update({
+                        "ours_over_baseline": median([a / b for a, b in zip(rate["ours"], rate["baseline"])]),
+                        "baseline_over_upstream": median([a / b for a, b in zip(rate["baseline"], rate["upstream"])]),
+                    })
         return res
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -209,14 +223,23 @@ def report(res, say, table):
         % (res["rounds"], res["seconds"]))
     say("   median of the per-round ratios. small = our table of the 6 measured services alone")
     rows = []
+    baseline = any("ours_over_baseline" in s for s in res["summary"].values())
     for key, s in res["summary"].items():
         m = s["median_rate"]
-        rows.append([key, "%.0f" % m["ours"], "%.0f" % m["upstream"], "%.0f" % m["small"],
-                     "%.3f" % s["ours_over_upstream"], "%.3f" % s["ours_over_small"],
-                     "%.3f" % s["upstream_over_small"],
-                     "%d/%d/%d" % (s["failed"]["ours"], s["failed"]["upstream"], s["failed"]["small"])])
-    say(table(["proto/endpoints", "ours /s", "upstream /s", "small /s", "ours/upstream", "ours/small",
-               "upstream/small", "failed o/u/s"], rows))
+        row = [key, "%.0f" % m["ours"], "%.0f" % m["upstream"], "%.0f" % m["small"],
+               "%.3f" % s["ours_over_upstream"], "%.3f" % s["ours_over_small"],
+               "%.3f" % s["upstream_over_small"],
+               "%d/%d/%d" % (s["failed"]["ours"], s["failed"]["upstream"], s["failed"]["small"])]
+        if baseline:
+            row += ["%.0f" % m["baseline"], "%.3f" % s["ours_over_baseline"], "%.3f" % s["baseline_over_upstream"],
+                    "%d" % s["failed"]["baseline"]]
+        rows.append(row)
+    head = ["proto/endpoints", "ours /s", "upstream /s", "small /s", "ours/upstream", "ours/small",
+            "upstream/small", "failed o/u/s"]
+    if baseline:
+        say("   baseline = --baseline-binary on the same big state, in the same rounds")
+        head += ["baseline /s", "ours/baseline", "baseline/upstream", "failed b"]
+    say(table(head, rows))
 
 
 def main():
@@ -228,13 +251,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench-datapath.json"))
+    ap.add_argument("--baseline-binary", default=None,
+                    help="an older build, measured on the big state as a fourth table in the same rounds")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("datapath_bench.py needs root (ip netns)")
     res = None
     try:
         res = run(os.path.abspath(a.binary), a.services, a.endpoints, a.rounds, a.seconds, rb.say, rb.sh,
-                  rb._OWNED_NETNS.add, rb.start_owned, rb.daemon_until_synced(os.path.abspath(a.binary)))
+                  rb._OWNED_NETNS.add, rb.start_owned, rb.daemon_until_synced(os.path.abspath(a.binary)),
+                  start_baseline=rb.daemon_until_synced(os.path.abspath(a.baseline_binary)) if a.baseline_binary else None)
     finally:
         rb.cleanup_all()
     report(res, rb.say, rb.table)

@@ -3,7 +3,9 @@ it over in one transaction, with zero failed connections under the 20 ms loop, a
 exactly the table it would have written on an empty node. The earlier layouts:
   - chain-per-service.nft: a chain per Service port over sharded backends maps (main before issue 9);
   - shared-dispatch-goto.nft: the shared dispatch whose verdict map sent every destination to a
-    `pick-<proto>-<N>` chain (main at a526f49, before the count sets of pick_chains.h).
+    `pick-<proto>-<N>` chain (main at a526f49, before the count sets of pick_chains.h);
+  - slot-walk.nft: the shared pick chain that walked the slots, one rule per count 1..16 (main at
+    7a3d4a5, before the search over the count of pick_chains.h).
 
 Each old table is a fixture: what that binary printed with --dry-run for the manifests below (pod
 addresses are deterministic in the lab). To write one again from its binary:
@@ -29,6 +31,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 OLD_LAYOUTS = {
     "chain-per-service.nft": ["chain service-default/steady/tcp/http", "map backends-tcp-"],
     "shared-dispatch-goto.nft": ["chain pick-tcp-2 {", ' : goto pick-tcp-2,'],
+    "slot-walk.nft": ["chain pick-tcp {", "offset 16 != @backends-tcp"],
 }
 CLIENT, EP1, EP2, EP3 = "10.244.0.11", "10.244.0.12", "10.244.0.13", "10.244.0.14"
 REMOTE_EP = "10.244.1.5"  # on another node

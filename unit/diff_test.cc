@@ -36,6 +36,19 @@ struct Pipeline : FakePipeline {
 // The fake replaces its tables on every commit: look them up afresh after each sync.
 nft::FakeRunner::FakeTable& v4(Pipeline& p) { return p.kernel.tables["ip kube-proxy"]; }
 
+// The pick chains of a pool (the search for a destination's count) are all in the table, whole.
+bool pooled(nft::FakeRunner::FakeTable& t, render::KeySpace space, api::Protocol proto) {
+  for (const nft::Chain& c : render::protocolPickChains(nft::Family::IPv4, {space, proto}))
+    if (!t.chains.count(c.name) || t.rules[c.name].size() != c.rules.size()) return false;
+  return true;
+}
+// No chain of the pool's search is left.
+bool noSearchChains(nft::FakeRunner::FakeTable& t, render::KeySpace space, api::Protocol proto) {
+  for (const nft::Chain& c : render::protocolPickChains(nft::Family::IPv4, {space, proto}))
+    if (t.chains.count(c.name)) return false;
+  return true;
+}
+
 size_t count(const nft::Transaction& t, Verb v, Kind k) {
   size_t n = 0;
   for (const auto& op : t.ops()) n += op.verb == v && op.kind == k;
@@ -91,7 +104,7 @@ TEST_CASE("adding one endpoint adds its slot and nothing else: no rule, no chain
   CHECK(plan.txn.size() == 2);
   CHECK(v4(p).sets["backends-tcp"].elements.count("{\"concat\":[\"10.96.0.10\",80,2]}") == 1);
   CHECK(v4(p).sets["service-ips"].elements.empty());
-  // Every count in the pool (render::kPooledCounts) has its rule already: elements only.
+  // Every count in the pool (render::kPooledCounts) has its leaf in the search already: elements only.
   st.upsertSlice(slice("default", "web-1", "web", {epPort("http", 8080)},
                        {{"10.244.1.2"}, {"10.244.2.3"}, {"10.244.3.4"}, {"10.244.3.5"}}));
   plan = p.sync(st);
@@ -121,27 +134,30 @@ TEST_CASE("the pool of pick rules comes with a key space's first destination and
   Pipeline p;
   auto st = twoServices();
   p.sync(st);
-  CHECK(v4(p).rules["pick-tcp"].size() == render::kPooledCounts);
+  CHECK(pooled(v4(p), render::KeySpace::Address, api::Protocol::TCP));
   CHECK(v4(p).rules["pick"].size() == 1);  // the entry rule of TCP
-  CHECK(v4(p).chains.count("pick-udp") == 0);  // no UDP destination
+  CHECK(noSearchChains(v4(p), render::KeySpace::Address, api::Protocol::UDP));  // no UDP destination
   CHECK(v4(p).chains.count("pick-local-tcp") == 0);
   // Before any element of its map: the kernel's walk over the map at binding time finds nothing.
   st.upsertService(service("default", "dns", {"10.96.0.53"}, {port("dns", 53, api::Protocol::UDP)}));
   st.upsertSlice(slice("default", "dns-1", "dns", {epPort("dns", 5353, api::Protocol::UDP)}, {{"10.244.6.1"}}));
   auto plan = p.sync(st);
-  CHECK(count(plan.txn, Verb::Add, Kind::Chain) == 1);  // pick-udp
+  // pick-udp and the chains of its search
+  CHECK(count(plan.txn, Verb::Add, Kind::Chain) ==
+        render::protocolPickChains(nft::Family::IPv4, {render::KeySpace::Address, api::Protocol::UDP}).size());
+  CHECK(pooled(v4(p), render::KeySpace::Address, api::Protocol::UDP));
   CHECK(count(plan.txn, Verb::Add, Kind::Set) == 0);
   size_t firstElement = plan.txn.size(), lastBindingRule = 0;
   for (size_t i = 0; i < plan.txn.size(); ++i) {
     const auto& op = plan.txn.ops()[i];
     if (op.kind == Kind::Element && op.name == "backends-udp") firstElement = std::min(firstElement, i);
-    if (op.kind == Kind::Rule && (op.name == "pick-udp" || op.name == "pick")) lastBindingRule = i;
+    if (op.kind == Kind::Rule && (op.name.rfind("pick-udp", 0) == 0 || op.name == "pick")) lastBindingRule = i;
   }
   CHECK(lastBindingRule < firstElement);
   CHECK(v4(p).rules["pick"].size() == 2);
   st.deleteService("default", "dns");
   p.sync(st);
-  CHECK(v4(p).chains.count("pick-udp") == 0);
+  CHECK(noSearchChains(v4(p), render::KeySpace::Address, api::Protocol::UDP));
   st.deleteService("default", "web");
   st.deleteService("default", "db");
   p.sync(st);
@@ -172,7 +188,7 @@ TEST_CASE("removing an endpoint moves at most one other and keeps shared hairpin
   CHECK(onlyTouches(plan.txn, "web"));
   for (const auto& op : plan.txn.ops()) CHECK(op.name != "hairpin");
   CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 0);
-  CHECK(v4(p).rules["pick-tcp"].size() == render::kPooledCounts);  // no user has 2 now, but it is pooled
+  CHECK(pooled(v4(p), render::KeySpace::Address, api::Protocol::TCP));  // no user has 2 now, but it is pooled
   CHECK(v4(p).sets["hairpin"].elements.count("{\"concat\":[\"10.244.1.2\",\"10.244.1.2\"]}") == 1);
   // Once db drops it too, the pair goes.
   st.upsertSlice(slice("default", "db-1", "db", {epPort("", 5432)}, {{"10.244.7.7"}}));
@@ -202,7 +218,7 @@ TEST_CASE("deleting a service removes every element it owned; the pooled pick ru
   st.deleteService("default", "web");
   p.sync(st);
   auto& t = v4(p);
-  CHECK(t.rules["pick-tcp"].size() == render::kPooledCounts);  // pooled
+  CHECK(pooled(t, render::KeySpace::Address, api::Protocol::TCP));
   CHECK(t.sets["service-ips"].elements.empty());
   CHECK(t.sets["cluster-ips"].elements.count("\"10.96.0.10\"") == 0);
   size_t backends = 0;

@@ -197,6 +197,7 @@ class Run {
     c.sourceSeen = pkt_.saddr;
     c.notes = std::move(notes_);
     c.recorded = std::move(recorded_);
+    c.setLookups = std::move(setLookups_);
     c.path = std::move(path_);
     c.chains = std::move(chains_);
     return c;
@@ -365,6 +366,7 @@ class Run {
     const JValue* elems = nullptr;
     if (isSetRef(setExpr)) {
       std::string name = setExpr.GetString() + 1;
+      setLookups_.push_back(chain_ + " @" + name);
       elems = &setElements(t, name);
       rapidjson::SizeType pos = 0;
       const JValue* hit = findIndexed(*elems, v, data, &pos);
@@ -436,6 +438,7 @@ class Run {
     if (!stmts.IsArray()) throw Unsupported("a rule whose expr is not an array, in chain " + c.name);
     std::vector<std::string> actions;
     lookups_.clear();
+    chain_ = c.name;
     auto done = [&](RuleResult r) {
       path_.push_back({hook_, c.name, ruleText(rule), actions.empty() ? "continue" : join(actions), rule.comment,
                        std::move(lookups_)});
@@ -758,6 +761,8 @@ class Run {
   std::vector<Step> path_;
   std::vector<std::string> notes_;
   std::vector<Lookup> lookups_;  // of the rule being evaluated
+  std::string chain_;            // of the rule being evaluated
+  std::vector<std::string> setLookups_;
   std::vector<std::string> chains_;
   std::vector<SetEntry> recorded_;
 };

@@ -118,6 +118,9 @@ struct Candidate {
   std::vector<std::string> notes;
   std::vector<SetEntry> recorded;     // what this packet added to or refreshed in dynamic sets
   std::vector<Step> path;
+  // Every named set or map lookup the packet made, found or not, as "chain @set", in order: the
+  // first packet's cost (a rule that did not match is in no step, but its lookup was made).
+  std::vector<std::string> setLookups;
   // The chains as `nft monitor trace` names them, in order: a chain each time one of its rules
   // had the packet (matched and continued, or decided), and a base chain again where its policy
   // applied. Chains entered without any rule matching are not named (the kernel says nothing).

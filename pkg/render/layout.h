@@ -9,10 +9,12 @@
 //        masquerade marks (@cluster-ips from outside the pods, @masquerade-ips/-nodeports for
 //        eTP=Cluster external destinations, the node's own traffic to eTP=Local ones), then
 //        outside traffic to eTP=Local destinations: vmap @local-service-ips / @local-service-nodeports
-//        -> goto pick-local-<proto>-<N> (this node's endpoints) or return (none: dropped in filter),
+//        (return: none local, dropped in filter; continue) then jump pick-local (this node's endpoints),
 //        then everything else: vmap @service-ips on daddr . l4proto . dport (ClusterIPs, external
-//        IPs, LB IPs) and, on the NodePort addresses, vmap @service-nodeports on l4proto . dport
-//        -> goto pick-<proto>-<N>: dnat to daddr . dport . numgen random mod N map @backends-<proto>
+//        IPs, LB IPs) and, on the NodePort addresses, vmap @service-nodeports on l4proto . dport, for
+//        the destinations with a chain of their kind, then jump pick / nodeport-pick: the pick chains
+//        search the slots for the count N and dnat to daddr . dport . numgen random mod N map
+//        @backends-<proto> (pick_chains.h)
 //   nat-postrouting (srcnat) -> masquerading: marked packets, and hairpin pairs in @hairpin
 //   filter-input/forward/output (filter, new conns) -> reject or drop via @no-endpoint-services
 //        and (input) @no-endpoint-nodeports, unknown ports of live ClusterIPs via @cluster-ips,

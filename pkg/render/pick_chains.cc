@@ -1,5 +1,7 @@
 #include "pkg/render/pick_chains.h"
 
+#include <algorithm>
+
 #include "pkg/render/source_hash_table.h"
 
 namespace kpn::render {
@@ -75,20 +77,60 @@ PickLayout declaredPicks(const std::map<Pick, int>& users) {
   return out;
 }
 
-Chain protocolPickChain(Family f, const Pool& pool) {
+uint32_t searchSlot(uint32_t lo, uint32_t hi) {
+  if (lo <= 2) return lo;                      // 1 and 2 endpoints: one lookup each, as before
+  return std::min(2 * (lo - 1), (lo + hi - 1) / 2);  // gallop (4, 8) until halving is smaller
+}
+
+std::string searchChainName(KeySpace space, api::Protocol proto, uint32_t lo, uint32_t hi) {
+  return protocolPickChainName(space, proto) + "-" + std::to_string(lo) + "-" + std::to_string(hi);
+}
+
+namespace {
+
+std::string endpointsComment(uint32_t lo, uint32_t hi) {
+  if (lo == hi) return std::to_string(lo) + (lo == 1 ? " endpoint" : " endpoints");
+  return std::to_string(lo) + "-" + std::to_string(hi) + " endpoints";
+}
+
+// The chain of the destinations whose count is in [lo, hi] (slots 0..lo-1 exist, slot hi does
+// not, unless hi is the pool's top), and below it the chains its rules go to.
+void searchChains(Family f, const Pool& pool, const std::string& name, uint32_t lo, uint32_t hi,
+                  std::vector<Chain>& out) {
   const auto& [space, proto] = pool;
   const std::vector<Expr> dest = destinationFields(f, space, proto);
   const std::string map = backendsMapName(space, proto);
-  Chain c{protocolPickChainName(space, proto), std::nullopt, {}};
-  for (uint32_t n = 1; n <= kPooledCounts; ++n) {
-    // Rules n-1 and before did not fire: slots 0..n-1 exist. Slot n missing: n endpoints.
-    std::vector<Expr> slot = dest, key = dest;
-    slot.push_back(ex::numgenRandom(1, n));
+  auto dnatAmong = [&](uint32_t n) {
+    std::vector<Expr> key = dest;
     key.push_back(ex::numgenRandom(n, 0));
-    c.rules.push_back(makeRule({st::matchSet(ex::concat(slot), map, true), st::dnatMap(f, ex::concat(key), map)},
-                               std::to_string(n) + (n == 1 ? " endpoint" : " endpoints")));
+    return st::dnatMap(f, ex::concat(key), map);
+  };
+  out.push_back(Chain{name, std::nullopt, {}});
+  const size_t self = out.size() - 1;
+  while (lo < hi) {
+    // Slot m missing: the count is in [lo, m]; present: in [m + 1, hi], the rest of this chain.
+    const uint32_t m = searchSlot(lo, hi);
+    std::vector<Expr> slot = dest;
+    slot.push_back(ex::numgenRandom(1, m));
+    Stmt missing = st::matchSet(ex::concat(slot), map, true);
+    if (m == lo) {
+      out[self].rules.push_back(makeRule({missing, dnatAmong(lo)}, endpointsComment(lo, lo)));
+    } else {
+      const std::string below = searchChainName(space, proto, lo, m);
+      out[self].rules.push_back(makeRule({missing, st::goTo(below)}, endpointsComment(lo, m)));
+      searchChains(f, pool, below, lo, m, out);
+    }
+    lo = m + 1;
   }
-  return c;
+  out[self].rules.push_back(makeRule({dnatAmong(hi)}, endpointsComment(hi, hi)));
+}
+
+}  // namespace
+
+std::vector<Chain> protocolPickChains(Family f, const Pool& pool) {
+  std::vector<Chain> chains;
+  searchChains(f, pool, protocolPickChainName(pool.first, pool.second), 1, kPooledCounts, chains);
+  return chains;
 }
 
 Chain entryChain(Family f, KeySpace space, const std::set<Pool>& pools) {

@@ -10,19 +10,42 @@
 //   chain pick-tcp {
 //     ip daddr . tcp dport . numgen random mod 1 offset 1 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 1 map @backends-tcp
 //     ip daddr . tcp dport . numgen random mod 1 offset 2 != @backends-tcp dnat ... mod 2 ...
-//     ...
-//     ip daddr . tcp dport . numgen random mod 1 offset 16 != @backends-tcp dnat ... mod 16 ... }
+//     ip daddr . tcp dport . numgen random mod 1 offset 4 != @backends-tcp goto pick-tcp-3-4
+//     ip daddr . tcp dport . numgen random mod 1 offset 8 != @backends-tcp goto pick-tcp-5-8
+//     ip daddr . tcp dport . numgen random mod 1 offset 12 != @backends-tcp goto pick-tcp-9-12
+//     ip daddr . tcp dport . numgen random mod 1 offset 14 != @backends-tcp goto pick-tcp-13-14
+//     ip daddr . tcp dport . numgen random mod 1 offset 15 != @backends-tcp dnat ... mod 15 ...
+//     dnat ... mod 16 ... }
+//   chain pick-tcp-5-8 {
+//     ... offset 6 != @backends-tcp goto pick-tcp-5-6
+//     ... offset 7 != @backends-tcp dnat ... mod 7 ...
+//     dnat ... mod 8 ... }
+//   (and pick-tcp-3-4, pick-tcp-5-6, pick-tcp-9-12, pick-tcp-9-10, pick-tcp-13-14 alike)
 //
 // (`numgen random mod 1 offset i` is the constant i with the type of the maps' slot field.) The
 // `services` chain jumps to `pick` (and its siblings for the other key spaces) after the dispatch
 // verdict maps; `pick` lets through destinations that have slot 0, so other traffic pays one
-// lookup; in `pick-tcp` rule i fires on the first missing slot i, so a destination with N
-// endpoints takes rule N after N lookups (first packet of a connection only). Why count by slots
-// and not by a verdict `goto pick-tcp-N` per destination: adding or changing a goto/jump element
+// lookup. The count N of a destination is its first missing slot, and the pick chains search for
+// it: a chain covers the counts lo..hi, each rule asks whether one slot m is missing (then the
+// count is in lo..m: dnat when that is one count, else goto the chain of lo..m) and the chain's
+// next rules go on with m+1..hi. Which slot each step asks (searchSlot): 1, then 2, then galloping
+// (4, 8) until halving the rest is smaller, so the common counts stay as cheap as a linear walk
+// and no count pays more than one lookup above it. Slot lookups in the pick chains (first packet
+// of a connection only; add one for `pick`'s slot 0 and one for the dnat map):
+//   count     1  2  3  4  5  6  7  8  9..16  17+
+//   search    1  2  4  4  6  6  6  6  7      (its own chain: 0)
+//   linear    1  2  3  4  5  6  7  8  9..16  (the layout before: rule N fired after N lookups)
+// A balanced search after slot 1 would take 4-5 lookups for every count from 2 to 16: up to
+// three more for the 2-4 endpoints most services have (two at 2), to save two at 9-16.
+// The tree's rules depend on the count alone and exist for every count of the pool, used or not,
+// so they never change with the services. Why count by slots and not by a verdict
+// `goto pick-tcp-N` per destination: adding or changing a goto/jump element
 // makes the kernel validate the jump graph at commit, walking every element of every verdict map
 // reachable from the base chains, a cost that grows with the number of services (1.8 ms at 1k,
 // 14 ms at 30k services per commit). Here an endpoint added or removed is its slot element, a
 // service added or removed is its slots: no element anywhere else, the same cost at any size.
+// The last rule of pick-tcp dnats among 16 slots without looking further: a destination with more
+// endpoints has its own chain through the dispatch map (below) and never comes this way.
 //
 // The dispatch verdict maps (@service-ips, @service-nodeports, @local-service-ips,
 // @local-service-nodeports) keep the destinations that need a chain of their own kind: session
@@ -31,10 +54,10 @@
 // `continue` (counted: every eTP=Local destination is in its local map, which the masquerade rule
 // for the node's own traffic reads as a set).
 //
-// The per-protocol chain exists for every key space and protocol with a destination at all; the
+// The pick chains exist for every key space and protocol with a destination at all; the
 // backends maps are declared once at start-up (nft 1.0.6 JSON cannot declare a typeof map). Each
-// backends map is bound by the rules of its chain and one entry rule, all created while the map is
-// still empty (below), so element loads stay linear (scale-floor.md §6).
+// backends map is bound by the rules of its pick chains and one entry rule, all created while the
+// map is still empty (below), so element loads stay linear (scale-floor.md §6).
 #pragma once
 
 #include <cstdint>
@@ -61,8 +84,14 @@ std::string backendsMapName(KeySpace space, api::Protocol proto);
 // "pick-tcp-17", "pick-local-tcp-17", "nodeport-pick-tcp-17", "nodeport-pick-local-tcp-17": the
 // chain of a count above the pool.
 std::string pickChainName(KeySpace space, api::Protocol proto, uint32_t endpoints);
-// "pick-tcp", "pick-local-tcp", "nodeport-pick-tcp", "nodeport-pick-local-tcp": one rule per count.
+// "pick-tcp", "pick-local-tcp", "nodeport-pick-tcp", "nodeport-pick-local-tcp": where the search
+// for a destination's count starts (counts 1..kPooledCounts).
 std::string protocolPickChainName(KeySpace space, api::Protocol proto);
+// "pick-tcp-5-8", "nodeport-pick-local-udp-9-12": the search chain of the counts lo..hi.
+std::string searchChainName(KeySpace space, api::Protocol proto, uint32_t lo, uint32_t hi);
+// The slot the search asks about among the counts lo..hi (lo < hi): missing, the count is in
+// lo..slot; present, in slot+1..hi.
+uint32_t searchSlot(uint32_t lo, uint32_t hi);
 // "pick", "pick-local", "nodeport-pick", "nodeport-pick-local": where `services` sends a key space's
 // traffic after its dispatch map; one rule per protocol with counted destinations.
 std::string entryChainName(KeySpace space);
@@ -96,7 +125,7 @@ extern const std::vector<KeySpace> kSpaces;
 extern const std::vector<api::Protocol> kProtocols;
 bool localSubset(KeySpace s);
 
-// Counts 1..kPooledCounts are the rules of the per-protocol chain of every key space and protocol
+// Counts 1..kPooledCounts are the rules of the pick chains of every key space and protocol
 // that has a destination at all, used or not. Why: the kernel walks every element of a map when a
 // new rule binds it (nf_tables_bind_set), ~15 ms for a 100k-element backends map; with the rules
 // already there a count change is a slot element. The pool is created while its map is still
@@ -112,8 +141,9 @@ struct PickLayout {
   bool operator==(const PickLayout& o) const { return pools == o.pools && chains == o.chains; }
 };
 PickLayout declaredPicks(const std::map<Pick, int>& users);
-// A pool's per-protocol chain: rule N dnats among N slots when slot N is the first missing one.
-nft::Chain protocolPickChain(nft::Family f, const Pool& pool);
+// A pool's pick chains, its protocol pick chain first: the search for the first missing slot N,
+// whose leaves dnat among N slots.
+std::vector<nft::Chain> protocolPickChains(nft::Family f, const Pool& pool);
 // A key space's entry chain: one rule per pooled protocol, for destinations with slot 0.
 nft::Chain entryChain(nft::Family f, KeySpace space, const std::set<Pool>& pools);
 

@@ -22,11 +22,12 @@ const char* kBaseOwner = "base";
 const char* kPicksOwner = "picks";  // the shared pick chains for the endpoint counts in use
 
 // The entry chain of every key space (the base `services` chain jumps to all four), each pool's
-// per-protocol chain, and the chains of the picks that are not counted.
+// search chains, and the chains of the picks that are not counted.
 PartPtr picksPart(Family f, const PickLayout& layout) {
   auto part = std::make_shared<Part>();
   for (KeySpace space : kSpaces) part->chains.push_back(entryChain(f, space, layout.pools));
-  for (const Pool& pool : layout.pools) part->chains.push_back(protocolPickChain(f, pool));
+  for (const Pool& pool : layout.pools)
+    for (Chain& c : protocolPickChains(f, pool)) part->chains.push_back(std::move(c));
   for (const Pick& pick : layout.chains) part->chains.push_back(pickChain(f, pick));
   nft::shrinkToFit(*part);
   return part;
