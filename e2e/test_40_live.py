@@ -477,7 +477,9 @@ def test_a_connection_that_started_while_the_rules_were_rebuilt_is_dnated_after_
     wait_for(lambda: "10.96.1.54" not in entries(40123), 5, "the un-DNATed entry of the window is deleted")
     assert cli.tcp("10.96.1.54", 80, sport=40123) == want
     assert "10.96.1.54" in entries(40124) and "10.96.1.99" in entries(40125)
-    assert re.search(r"deleted 1 .*without DNAT", d.stderr()), d.tail()
+    # The sweep logs once it is done, after the deletion the wait above saw: wait for the line too
+    # (read at once, it was missing on a loaded machine, the entry already gone).
+    wait_for(lambda: re.search(r"deleted 1 .*without DNAT", d.stderr()), 5, "the sweep's log line")
 
 
 def test_nft_flush_ruleset_is_repaired_within_2s_under_a_20ms_connection_loop(lab):
