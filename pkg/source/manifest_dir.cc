@@ -32,11 +32,6 @@ constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | I
 // "everything may have changed".
 constexpr const char* kAtomicWriterDataLink = "..data";
 
-bool endsWith(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 UniqueFd checked(int fd, const char* what) {
   if (fd < 0) throw std::system_error(errno, std::generic_category(), what);
   return UniqueFd(fd);
@@ -51,11 +46,6 @@ bool createdWhole(const std::string& path) {
 }
 
 }  // namespace
-
-bool isManifestFileName(const std::string& name) {
-  if (name.empty() || name[0] == '.') return false;
-  return endsWith(name, ".yaml") || endsWith(name, ".yml") || endsWith(name, ".json");
-}
 
 ManifestDir::ManifestDir(std::string dir, std::string nodeName, state::ClusterState& state,
                          std::chrono::milliseconds retryInterval)

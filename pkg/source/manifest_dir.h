@@ -72,7 +72,4 @@ class ManifestDir final : public Source {
   uint64_t skipped_ = 0;
 };
 
-// Whether a folder entry is a manifest: *.yaml, *.yml or *.json, not hidden.
-bool isManifestFileName(const std::string& name);
-
 }  // namespace kpn::source

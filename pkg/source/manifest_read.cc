@@ -54,6 +54,11 @@ ManifestFile::Outcome readRegularFile(const std::string& path, ReadBuffer& buffe
 
 }  // namespace
 
+bool isManifestFileName(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  return endsWith(name, ".yaml") || endsWith(name, ".yml") || endsWith(name, ".json");
+}
+
 char* ReadBuffer::reserve(size_t n) {
   if (n > capacity_) {
     data_.reset();  // before allocating: the old contents are not wanted, so never hold both

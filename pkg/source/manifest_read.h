@@ -41,6 +41,9 @@ class ReadBuffer {
   size_t capacity_ = 0;
 };
 
+// Whether a folder entry is a manifest: *.yaml, *.yml or *.json, not hidden.
+bool isManifestFileName(const std::string& name);
+
 // What reading one manifest file gave.
 struct ManifestFile {
   enum class Outcome {
