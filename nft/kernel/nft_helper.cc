@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <memory>
 
 #include "nft/kernel/cache_scope.h"
+#include "nft/kernel/heap_populate.h"
 #include "nft/kernel/helper_process.h"
 #include "nft/kernel/typeof_guard.h"
 
@@ -125,6 +127,19 @@ bool parseScopeArg(const std::string& arg, ScopedTable* out) {
   return !out->name.empty();
 }
 
+// A big transaction's heap, made present before libnftables' parse asks for it page by page
+// (heap_populate.h). One line per big transaction: a cold sync, a full resync.
+bool populateFor(size_t jsonBytes) {
+  const size_t bytes = heapToPopulateFor(jsonBytes);
+  const auto start = std::chrono::steady_clock::now();
+  if (!populateHeap(bytes)) return false;
+  LOG(INFO) << "nft helper: made " << (bytes >> 20) << " MiB of heap present for a transaction of "
+            << (jsonBytes >> 10) << " KiB in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count()
+            << " ms";
+  return true;
+}
+
 int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
   // Alone with its socket: no inherited listening sockets or connections of the daemon.
   ::close_range(kFd + 1, ~0U, 0);
@@ -150,9 +165,16 @@ int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
   NftOp op;
   while (readFrame(kFd, &frame, kMaxRequestBytes)) {
     NftAnswer a;
-    if (!decodeNftRequest(frame, &op, &buffer)) a.error = "nft helper: malformed request";
-    else a = contexts.run(op, buffer);
+    bool populated = false;
+    if (!decodeNftRequest(frame, &op, &buffer)) {
+      a.error = "nft helper: malformed request";
+    } else {
+      populated = (op == NftOp::Commit || op == NftOp::Check) && buffer.size() > kPopulateAboveJsonBytes &&
+                  populateFor(buffer.size());
+      a = contexts.run(op, buffer);
+    }
     if (!writeFrame(kFd, encodeNftAnswer(a))) return 1;
+    if (populated) releasePopulatedHeap();  // after the answer: the daemon goes on meanwhile
   }
   return 0;  // EOF: the daemon closed its end
 }

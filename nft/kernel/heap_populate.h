@@ -1,0 +1,33 @@
+// The helper's heap made present before libnftables parses a big transaction.
+//
+// libnftables 1.0.6 builds jansson's tree of the whole JSON text and then its own objects from it:
+// the helper's heap peaks at ~37x the text (926 MiB for the 24 MB of a cold sync at 30k services).
+// Left to fault in page by page as the parser grows the heap, those pages cost the cold commit
+// 0.4-1.7 s of system time at 30k (its "slow mode": 2.1-3.4 s for the same JSON); made present in
+// one madvise(MADV_POPULATE_WRITE) first, they cost 40-120 ms and the commit took 1.65-1.73 s every
+// time (bench notes in docs/benchmarks.md, "The helper's heap populated").
+#pragma once
+
+#include <cstddef>
+
+namespace kpn::nft {
+
+// How many bytes of heap to make present for a transaction text of `jsonBytes`: a little under
+// the measured peak, so that populating never raises it.
+size_t heapToPopulateFor(size_t jsonBytes);
+
+// Grows the heap's free top by `bytes` (from brk, kept when freed) and makes its pages present.
+// The free memory's contents are not touched, so this is safe at any point between mallocs.
+// Returns false when the kernel or the allocator refused (the parse then faults its pages in as
+// before) and under a sanitizer, whose allocator has no brk heap.
+bool populateHeap(size_t bytes);
+
+// After the transaction: glibc trims its heap again, and gives back what the transaction left
+// free (a helper kept for the next call would otherwise hold its peak for good).
+void releasePopulatedHeap();
+
+// Below this much JSON (~30k operations) populating is not worth its call: at 10k services x 10
+// (8 MB) it saved ~30 ms of 600.
+constexpr size_t kPopulateAboveJsonBytes = size_t(2) << 20;
+
+}  // namespace kpn::nft
