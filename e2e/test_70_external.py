@@ -302,3 +302,61 @@ def test_dry_run_of_external_services_loads_and_matches_the_live_table(lab, flag
         # among this node's endpoints; its IPv6 NodePort rejects instead of dispatching
         assert ("nodeport-pick-local-tcp" in live) == (fam == "ip"), sorted(live)
         assert not any("/" in c and not c.startswith("firewall-") for c in live), sorted(live)
+
+
+def elements(lab, family, name):
+    """The elements of map/set `name` of our table in `family`, as `nft -j` lists them."""
+    import json
+    out = lab.nft("-j", "list", "map" if "backends" in name or "cluster" in name else "set", family, "kube-proxy", name)
+    for obj in json.loads(out or '{"nftables": []}')["nftables"]:
+        for kind in ("map", "set"):
+            if kind in obj:
+                return obj[kind].get("elem", [])
+    return []
+
+
+def test_external_destinations_take_their_cluster_ips_slots(lab):
+    """An LB IP, an external IP and a TCP/UDP NodePort whose endpoints are their ClusterIP's hold
+    no slots of their own: the first packet is rewritten to the ClusterIP (and service port), whose
+    slots pick the endpoint. Real packets from outside and from a pod reach every endpoint, the
+    client talks to the address and port it asked for (its TCP and connected-UDP sockets accept
+    nothing else), an endpoint change rewrites only the ClusterIP's slots, and a restart finds the
+    table as it left it."""
+    client, pod = lab.add_external_client(), lab.add_pod("pod")
+    eps = lab.add_backends(3, tcp=[80], udp=[53])
+    lab.manifests.write("node.yaml", node_object())
+    svc = service("svc1", [("p80", 80, "TCP", 80, 30001), ("dns", 53, "UDP", 53, 30053)],
+                  ["10.96.0.41", "fd00:10:96::41"], type="LoadBalancer",
+                  external_ips=[EXT_V4, EXT_V6], lb_ingress=[LB_V4, LB_V6])
+    lab.manifests.write("svc.yaml", [svc] + slices("svc1", eps, [("p80", 80, "TCP"), ("dns", 53, "UDP")]))
+    d = lab.start_daemon()
+    node_addrs = lab.node_addresses()
+    ext, cli = lab.agent(client), lab.agent(pod)
+    for fam, attr, dests in (("ip", "v4", (LB_V4, EXT_V4, NODE_V4)), ("ip6", "v6", (LB_V6, EXT_V6, NODE_V6))):
+        want = {getattr(p, attr) for p in eps}
+        for host in dests:
+            port_tcp, port_udp = (30001, 30053) if host in (NODE_V4, NODE_V6) else (80, 53)
+            expect_answers(ext, host, port_tcp, want, node_addrs, what=f"outside to {host}")
+            expect_answers(ext, host, port_udp, want, node_addrs, proto="udp", what=f"outside to {host}")
+            expect_answers(cli, host, port_tcp, want, node_addrs | {getattr(pod, attr)}, what=f"pod to {host}")
+        # The slots are the ClusterIP's alone: 3 per protocol, none for the other destinations.
+        assert len(elements(lab, fam, "backends-tcp")) == 3, lab.table(fam)
+        assert len(elements(lab, fam, "backends-udp")) == 3, lab.table(fam)
+        assert elements(lab, fam, "nodeport-backends-tcp") == [], lab.table(fam)
+        assert elements(lab, fam, "nodeport-backends-udp") == [], lab.table(fam)
+        assert len(elements(lab, fam, "external-cluster-ips")) == 4, lab.table(fam)  # 2 addresses x 2 ports
+        assert len(elements(lab, fam, "nodeport-cluster-ports")) == 2, lab.table(fam)
+
+    # The last endpoint goes: per family its slot in each protocol's map and its hairpin pair,
+    # nothing of the LB IP, external IP or NodePort, which follow at once.
+    result = {}
+    with d.change(result=result):
+        lab.manifests.write("svc.yaml", [svc] + slices("svc1", eps[:2], [("p80", 80, "TCP"), ("dns", 53, "UDP")]))
+    assert [s["ops"] for s in result["syncs"]] == [6], result["syncs"]
+    for host, port in ((LB_V4, 80), (EXT_V4, 80), (NODE_V4, 30001)):
+        expect_answers(ext, host, port, v4s(eps[:2]), node_addrs, what=f"after the change, {host}")
+    expect_answers(ext, NODE_V6, 30053, v6s(eps[:2]), node_addrs, proto="udp", what="after the change, UDP")
+
+    d.stop()
+    d = lab.start_daemon(label="restart")
+    assert d.syncs()[0]["ops"] == 0, f"restart changed the ruleset: {d.syncs()[0]}\n{d.tail()}"

@@ -161,6 +161,11 @@ Stmt numgenGoto(const std::vector<std::string>& targets) {
 Stmt masqueradeFullyRandom() {
   return {"{\"masquerade\":{\"flags\":\"fully-random\"}}", "masquerade fully-random", {}, {}};
 }
+Stmt setFromMap(const Expr& field, const Expr& key, const std::string& mapName) {
+  return {"{\"mangle\":{\"key\":" + field.json + ",\"value\":{\"map\":{\"key\":" + key.json +
+              ",\"data\":" + jsonString("@" + mapName) + "}}}}",
+          field.text + " set " + key.text + " map @" + mapName, {}, {mapName}};
+}
 Stmt markSet(const Expr& value) {
   return {"{\"mangle\":{\"key\":" + ex::meta("mark").json + ",\"value\":" + value.json + "}}",
           "meta mark set " + value.text, {}, {}};

@@ -73,6 +73,9 @@ Stmt setUpdate(const Expr& key, uint32_t timeoutSeconds, const std::string& setN
 Stmt numgenGoto(const std::vector<std::string>& targets);
 Stmt masqueradeFullyRandom();
 Stmt markSet(const Expr& value);
+// <field> set <key> map @map: a header field rewritten in place (no NAT binding) to what the map
+// holds for the key; a key missing from the map ends the rule, as any failed lookup.
+Stmt setFromMap(const Expr& field, const Expr& key, const std::string& mapName);
 }  // namespace st
 
 // Verdict values for verdict-map elements.

@@ -455,7 +455,10 @@ class Run {
         } else if (k == "counter" || k == "log") {
           // no effect on the packet
         } else if (k == "mangle") {
-          setMark(t, body, actions);
+          if (body.HasMember("key") && body["key"].IsObject() && keyOf(body["key"]) == std::string("payload"))
+            setPayload(t, body, actions);
+          else
+            setMark(t, body, actions);
         } else if (k == "jump" || k == "goto") {
           actions.push_back(k + " " + str(body, "target"));
           return done({k == "jump" ? RuleResult::Jump : RuleResult::Goto, str(body, "target")});
@@ -650,6 +653,33 @@ class Run {
     }
     if (saddr == daddr) throw Unsupported("fib without exactly one of saddr/daddr");
     return Atom::symbol(isLocal(saddr ? pkt_.saddr : pkt_.daddr) ? "local" : "unicast");
+  }
+
+  // ip daddr set …, tcp dport set …: the header rewritten in place, no NAT binding (conntrack
+  // keeps the tuple as the packet came; a later dnat binds from there).
+  void setPayload(const EvalTable& t, const JValue& b, std::vector<std::string>& actions) {
+    const JValue& field = b["key"]["payload"];
+    std::string proto = str(field, "protocol"), name = str(field, "field");
+    if (!b.HasMember("value")) throw Unsupported("mangle without a value");
+    Value v;
+    try {
+      v = expr(t, b["value"]);
+    } catch (const Break&) {
+      throw Break{};  // a key not in the rewrite's map: the common case, not worth a note
+    }
+    if (v.size() != 1) throw Unsupported("set " + proto + " " + name + " to " + valueText(v));
+    if ((proto == "ip" || proto == "ip6") && name == "daddr") {
+      if ((proto == "ip6") != (pkt_.family == Family::IPv6)) throw Break{};
+      if (v[0].type != AtomType::Address) throw Unsupported("daddr set to " + valueText(v));
+      pkt_.daddr = v[0].text();
+    } else if ((proto == "tcp" || proto == "udp" || proto == "sctp") && name == "dport") {
+      if (l4protoOf(proto) != l4proto_) throw Break{};
+      if (v[0].type == AtomType::Address) throw Unsupported("dport set to " + valueText(v));
+      pkt_.dport = static_cast<uint16_t>(v[0].num);
+    } else {
+      throw Unsupported("mangle of " + proto + " " + name);
+    }
+    actions.push_back(proto + " " + name + " set " + valueText(v));
   }
 
   void setMark(const EvalTable& t, const JValue& b, std::vector<std::string>& actions) {

@@ -42,6 +42,9 @@ std::vector<SetDecl> tableDeclarations(Family f, const services::NodeConfig& cfg
       {kMasqueradeNodePorts, {"inet_proto", "inet_service"}, "", ""},
       {kLocalServiceIPs, {addr, "inet_proto", "inet_service"}, "verdict", ""},
       {kLocalServiceNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
+      {kExternalClusterIPs, {addr, "inet_proto", "inet_service"}, addr, ""},
+      {kNodePortClusterIPs, {"inet_proto", "inet_service"}, addr, ""},
+      {kNodePortClusterPorts, {"inet_proto", "inet_service"}, "inet_service", ""},
   };
   for (SetDecl& d : backendsMapDeclarations(f)) decls.push_back(std::move(d));
   for (SetDecl& d : affinitySetDeclarations(f)) decls.push_back(std::move(d));
@@ -110,8 +113,24 @@ PartPtr renderBasePart(Family f, const services::NodeConfig& cfg, const services
   services.push_back(onNodePortAddress(outsideNodePortsCounted));
   services.push_back(makeRule({st::vmap(serviceKeyExpr(f), kServiceIPs)}));
   services.push_back(makeRule({st::jump(entryChainName(KeySpace::Address))}));
+  // After the ClusterIPs' own pick (they are most of the traffic and pay nothing for this): an
+  // external address that shares its ClusterIP's slots becomes that ClusterIP (see layout.h).
+  services.push_back(makeRule({st::setFromMap(daddr(f), serviceKeyExpr(f), kExternalClusterIPs),
+                               st::goTo(entryChainName(KeySpace::Address))},
+                              "external IPs and LB IPs with their ClusterIP's endpoints"));
   services.push_back(onNodePortAddress({st::vmap(nodePortKey, kServiceNodePorts)}));
   services.push_back(onNodePortAddress({st::jump(entryChainName(KeySpace::NodePort))}));
+  // The same for NodePorts, address and port: a rule per protocol, whose keys read `tcp dport`
+  // (not `th dport`) so that the protocol test comes before the first rewrite (a UDP packet must
+  // not lose its address to the TCP rule), and as nft 1.0.6 lists it back.
+  for (const char* proto : {"tcp", "udp"}) {
+    Expr dport = ex::payload(proto, "dport");
+    Expr key = ex::concat({ex::meta("l4proto"), dport});
+    services.push_back(onNodePortAddress(
+        {st::setFromMap(daddr(f), key, kNodePortClusterIPs), st::setFromMap(dport, key, kNodePortClusterPorts),
+         st::goTo(entryChainName(KeySpace::Address))},
+        std::string(proto) == "tcp" ? "NodePorts with their ClusterIP's endpoints" : ""));
+  }
   // In filter-input the destination is local already: upstream leaves out the fib test here.
   Rule nodePortCheck = env.nodePortMatchAll
                            ? makeRule({loopback, st::vmap(nodePortKey, kNoEndpointNodePorts)})

@@ -14,7 +14,13 @@
 //        IPs, LB IPs) and, on the NodePort addresses, vmap @service-nodeports on l4proto . dport, for
 //        the destinations with a chain of their kind, then jump pick / nodeport-pick: the pick chains
 //        search the slots for the count N and dnat to daddr . dport . numgen random mod N map
-//        @backends-<proto> (pick_chains.h)
+//        @backends-<proto> (pick_chains.h). An external IP, LB IP or TCP/UDP NodePort whose
+//        endpoints are its ClusterIP's (same endpoint set, plain random pick) has no slots of its
+//        own: `daddr set ... map @external-cluster-ips` (for a NodePort @nodeport-cluster-ips, and
+//        `dport set ... map @nodeport-cluster-ports`) rewrites the first packet to the
+//        ClusterIP:port, then goto pick finds the ClusterIP's slots. The rewrite comes after the
+//        masquerade marks and the eTP=Local maps, which read the packet as it came, and conntrack
+//        keeps the tuple as it came, so replies leave from the address and port the client asked for.
 //   nat-postrouting (srcnat) -> masquerading: marked packets, and hairpin pairs in @hairpin
 //   filter-input/forward/output (filter, new conns) -> reject or drop via @no-endpoint-services
 //        and (input) @no-endpoint-nodeports, unknown ports of live ClusterIPs via @cluster-ips,
@@ -50,6 +56,13 @@ inline const char* kMasqueradeNodePorts = "masquerade-nodeports";
 // Outside traffic to externalTrafficPolicy=Local destinations: this node's endpoints only.
 inline const char* kLocalServiceIPs = "local-service-ips";
 inline const char* kLocalServiceNodePorts = "local-service-nodeports";
+// External destinations that take their ClusterIP's slots: the ClusterIP (and port) to rewrite
+// the first packet to, by daddr . l4proto . dport (external IPs, LB IPs) or l4proto . dport
+// (NodePorts). SCTP NodePorts keep slots of their own: after a stateless port rewrite nothing
+// fixes an SCTP checksum (NAT recomputes it; a payload statement does not).
+inline const char* kExternalClusterIPs = "external-cluster-ips";
+inline const char* kNodePortClusterIPs = "nodeport-cluster-ips";
+inline const char* kNodePortClusterPorts = "nodeport-cluster-ports";
 
 // "<port name, or number when unnamed>"
 std::string portKey(const api::ServicePort& port);

@@ -5,6 +5,9 @@
 //    rules mark the node's traffic), outside traffic only this node's (@local-service-ips /
 //    -nodeports); without local endpoints that element is `return`, so outside traffic stays
 //    undnatted and is dropped after DNAT by the `drop` element in @no-endpoint-*.
+// A destination whose endpoints are its ClusterIP's, picked the plain random way, takes the
+// ClusterIP's slots (@external-cluster-ips, @nodeport-cluster-ips/-ports: layout.h): one or two
+// elements in place of a slot per endpoint, and an endpoint change is the ClusterIP's alone.
 #include "pkg/render/layout.h"
 #include "pkg/render/localhost_nodeports.h"
 #include "pkg/render/service_paths.h"
@@ -12,6 +15,21 @@
 namespace kpn::render {
 
 using namespace kpn::nft;
+
+namespace {
+
+// Whether the port's ClusterIP path holds slots that its external destinations can take: its
+// endpoints are the cluster-wide set (not iTP=Local's), and its pick is the counted random one
+// (no chain of its own: session affinity, round-robin, source hash and least connection keep
+// their slots per destination, as their chains read the destination the packet names).
+bool clusterIPSlotsShared(const ServiceContext& s, const PortPlan& p) {
+  if (!p.ownsClusterIP || s.clusterIP.empty() || s.internalLocal || !p.all || p.all->empty()) return false;
+  if (p.affinitySeconds || p.allTable || p.leastConn) return false;
+  if (p.scheduler != services::Scheduler::Random) return false;
+  return Pick{KeySpace::Address, p.sp.protocol, static_cast<uint32_t>(p.all->size())}.counted();
+}
+
+}  // namespace
 
 void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p) {
   if (!p.external()) return;
@@ -29,6 +47,7 @@ void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p
   if (p.nodePort)
     if (auto e = localhostRejectElement(b.family, s.cfg, proto, *p.nodePort, p.comment)) b.part.elements.push_back(*e);
 
+  const bool shared = clusterIPSlotsShared(s, p);
   for (const Destination& d : dests) {
     const char* dispatch = d.isNodePort ? kServiceNodePorts : kServiceIPs;
     const char* localDispatch = d.isNodePort ? kLocalServiceNodePorts : kLocalServiceIPs;
@@ -39,7 +58,14 @@ void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p
       verdictFor(b, p, noEndpoint, d.dispatchKey, gotoVerdict(kRejectChain));
       continue;
     }
-    dispatchTo(b, p, all, d.slots, d.dispatchKey, dispatch, *p.all);
+    if (shared && !d.isNodePort) {
+      b.part.elements.push_back(mapElement(kExternalClusterIPs, d.dispatchKey, ex::addr(s.clusterIP), p.comment));
+    } else if (shared && proto != api::Protocol::SCTP) {
+      b.part.elements.push_back(mapElement(kNodePortClusterIPs, d.dispatchKey, ex::addr(s.clusterIP), p.comment));
+      b.part.elements.push_back(mapElement(kNodePortClusterPorts, d.dispatchKey, ex::number(p.sp.port), p.comment));
+    } else {
+      dispatchTo(b, p, all, d.slots, d.dispatchKey, dispatch, *p.all);
+    }
     if (!s.externalLocal) {
       b.part.elements.push_back(
           setElement(d.isNodePort ? kMasqueradeNodePorts : kMasqueradeIPs, d.dispatchKey, p.comment));
