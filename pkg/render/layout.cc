@@ -118,18 +118,20 @@ PartPtr renderBasePart(Family f, const services::NodeConfig& cfg, const services
   services.push_back(makeRule({st::setFromMap(daddr(f), serviceKeyExpr(f), kExternalClusterIPs),
                                st::goTo(entryChainName(KeySpace::Address))},
                               "external IPs and LB IPs with their ClusterIP's endpoints"));
-  services.push_back(onNodePortAddress({st::vmap(nodePortKey, kServiceNodePorts)}));
-  services.push_back(onNodePortAddress({st::jump(entryChainName(KeySpace::NodePort))}));
-  // The same for NodePorts, address and port: a rule per protocol, whose keys read `tcp dport`
-  // (not `th dport`) so that the protocol test comes before the first rewrite (a UDP packet must
-  // not lose its address to the TCP rule), and as nft 1.0.6 lists it back.
+  // NodePorts: one address test, then the chain of the NodePort address's traffic.
+  services.push_back(onNodePortAddress({st::goTo(kNodePortsChain)}));
+  std::vector<Rule> nodePorts = {makeRule({st::vmap(nodePortKey, kServiceNodePorts)}),
+                                 makeRule({st::jump(entryChainName(KeySpace::NodePort))})};
+  // As for the addresses above, address and port: a rule per protocol, whose keys read `tcp
+  // dport` (not `th dport`) so that the protocol test comes before the first rewrite (a UDP packet
+  // must not lose its address to the TCP rule), and as nft 1.0.6 lists it back.
   for (const char* proto : {"tcp", "udp"}) {
     Expr dport = ex::payload(proto, "dport");
     Expr key = ex::concat({ex::meta("l4proto"), dport});
-    services.push_back(onNodePortAddress(
+    nodePorts.push_back(makeRule(
         {st::setFromMap(daddr(f), key, kNodePortClusterIPs), st::setFromMap(dport, key, kNodePortClusterPorts),
          st::goTo(entryChainName(KeySpace::Address))},
-        std::string(proto) == "tcp" ? "NodePorts with their ClusterIP's endpoints" : ""));
+        std::string(proto) + " NodePorts with their ClusterIP's endpoints"));
   }
   // In filter-input the destination is local already: upstream leaves out the fib test here.
   Rule nodePortCheck = env.nodePortMatchAll
@@ -166,6 +168,7 @@ PartPtr renderBasePart(Family f, const services::NodeConfig& cfg, const services
                 {makeRule({ctStateNew(), st::jump("service-endpoints-check")}),
                  makeRule({ctStateNew(), st::jump("cluster-ips-check")})}),
       Chain{kServicesChain, std::nullopt, std::move(services)},
+      Chain{kNodePortsChain, std::nullopt, std::move(nodePorts)},
       Chain{"masquerading", std::nullopt,
             {makeRule({st::match(ex::bitAnd(ex::meta("mark"), mark), "==", ex::number(mark)),
                        st::markSet(ex::bitXor(ex::meta("mark"), mark)), st::masqueradeFullyRandom()}),

@@ -11,7 +11,7 @@
 //        outside traffic to eTP=Local destinations: vmap @local-service-ips / @local-service-nodeports
 //        (return: none local, dropped in filter; continue) then jump pick-local (this node's endpoints),
 //        then everything else: vmap @service-ips on daddr . l4proto . dport (ClusterIPs, external
-//        IPs, LB IPs) and, on the NodePort addresses, vmap @service-nodeports on l4proto . dport, for
+//        IPs, LB IPs) and, on the NodePort addresses (goto nodeports), vmap @service-nodeports on l4proto . dport, for
 //        the destinations with a chain of their kind, then jump pick / nodeport-pick: the pick chains
 //        search the slots for the count N and dnat to daddr . dport . numgen random mod N map
 //        @backends-<proto> (pick_chains.h). An external IP, LB IP or TCP/UDP NodePort whose
@@ -44,6 +44,7 @@ inline const char* kServiceIPs = "service-ips";
 inline const char* kNoEndpointServices = "no-endpoint-services";
 inline const char* kHairpin = "hairpin";
 inline const char* kServicesChain = "services";
+inline const char* kNodePortsChain = "nodeports";  // `services` for traffic to a NodePort address
 inline const char* kRejectChain = "reject-chain";
 inline const char* kServiceNodePorts = "service-nodeports";
 inline const char* kNoEndpointNodePorts = "no-endpoint-nodeports";
