@@ -1264,6 +1264,9 @@ def main():
         st4, d4 = b.gen(l4, 3 * n2, e2, a.probes)
         flat = [(l0, st0, d0, "changes_small", a.binary), (l4, st4, d4, "changes_huge", a.binary)]
         b.floor_run(l4, b.floor_script(d4, l4))  # the same cold start's floor, for the growth
+        # Two cold runs of the big flat size before its change series' own: the 30k / 10k target
+        # is a median, as the 10k side is (one run at 30k read a single draw of this VM's memory).
+        b.cold_rounds([(l4, d4, a.binary)], 3 * n2, e2, 2)
         b.change_phases(flat)
         for _, _, d, _, _ in flat:
             shutil.rmtree(d, ignore_errors=True)
