@@ -8,6 +8,9 @@
 #include "pkg/api/decode.h"
 #include "pkg/api/encode.h"
 #include "pkg/api/validate.h"
+#include "pkg/kube/wire.h"
+#include "pkg/services/proxied.h"
+#include "pkg/services/scheduler.h"
 
 namespace kpn::api {
 namespace {
@@ -89,8 +92,9 @@ items:
 TEST_CASE("a JSON Service decodes every field a proxy reads") {
   auto out = decodeJson(R"({
     "apiVersion": "v1", "kind": "Service",
-    "metadata": {"name": "lb", "namespace": "edge", "labels": {"app": "lb"},
-                 "annotations": {"note": "x"}, "creationTimestamp": "2024-05-01T10:00:00Z",
+    "metadata": {"name": "lb", "namespace": "edge", "labels": {"app": "lb", "service.kubernetes.io/headless": ""},
+                 "annotations": {"note": "x", "kube-proxy-nft.io/scheduler": "round-robin"},
+                 "creationTimestamp": "2024-05-01T10:00:00Z",
                  "resourceVersion": "4711", "uid": "ignored"},
     "spec": {
       "type": "LoadBalancer", "clusterIP": "10.96.5.5", "clusterIPs": ["10.96.5.5"],
@@ -106,8 +110,9 @@ TEST_CASE("a JSON Service decodes every field a proxy reads") {
   REQUIRE(out.errors.empty());
   REQUIRE(out.services.size() == 1);
   const Service& s = out.services[0];
-  CHECK(s.meta.labels == std::map<std::string, std::string>{{"app", "lb"}});
-  CHECK(s.meta.annotations.at("note") == "x");
+  // Of labels and annotations, those a proxy reads (kReadLabels, kReadAnnotations); the rest are dropped.
+  CHECK(s.meta.labels == std::map<std::string, std::string>{{"service.kubernetes.io/headless", ""}});
+  CHECK(s.meta.annotations == std::map<std::string, std::string>{{"kube-proxy-nft.io/scheduler", "round-robin"}});
   CHECK(s.meta.creationTimestamp == "2024-05-01T10:00:00Z");
   CHECK(s.meta.resourceVersion == "4711");
   CHECK(s.type == "LoadBalancer");
@@ -575,7 +580,7 @@ TEST_CASE("YAML scalars: plain booleans and integers are typed, quoted ones stay
 kind: EndpointSlice
 metadata:
   name: typed
-  labels: {kubernetes.io/service-name: web, version: "1", enabled: "true"}
+  labels: {kubernetes.io/service-name: web, service.kubernetes.io/service-proxy-name: "1", service.kubernetes.io/headless: "true"}
   resourceVersion: 12
 addressType: IPv4
 ports: [{port: 8080, name: '8080-tcp'}]
@@ -587,8 +592,8 @@ endpoints:
 )");
   REQUIRE(out.slices.size() == 1);
   const EndpointSlice& s = out.slices[0];
-  CHECK(s.meta.labels.at("version") == "1");
-  CHECK(s.meta.labels.at("enabled") == "true");
+  CHECK(s.meta.labels.at("service.kubernetes.io/service-proxy-name") == "1");
+  CHECK(s.meta.labels.at("service.kubernetes.io/headless") == "true");
   CHECK(s.meta.resourceVersion == "12");
   CHECK(s.ports[0].name == "8080-tcp");
   REQUIRE(s.endpoints.size() == 1);  // the quoted "true" is a string, not a bool
@@ -601,6 +606,31 @@ TEST_CASE("a non-string label value is refused as by the API server") {
   auto out = decodeYaml("kind: Service\nmetadata: {name: l, labels: {version: 2}}\nspec: {}\n");
   CHECK(out.services.empty());
   CHECK(out.errors == std::vector<std::string>{"Service default/l: metadata.labels[\"version\"] must be a string, got a number"});
+}
+
+TEST_CASE("decode keeps the labels and annotations the proxy's readers look up, and only those") {
+  // The readers' own names: a key one of them starts to read must be added to the kept lists.
+  for (const char* label : {kpn::services::kServiceProxyNameLabel, kpn::services::kHeadlessLabel, "topology.kubernetes.io/zone"})
+    CHECK(std::count(std::begin(kpn::api::kReadLabels), std::end(kpn::api::kReadLabels), label) == 1);
+  for (const char* annotation : {kpn::services::kSchedulerAnnotation, kpn::kube::kLastChangeTriggerTime})
+    CHECK(std::count(std::begin(kpn::api::kReadAnnotations), std::end(kpn::api::kReadAnnotations), annotation) == 1);
+
+  auto out = decodeYaml(R"(
+kind: EndpointSlice
+metadata:
+  name: web-1
+  labels: {kubernetes.io/service-name: web, endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io}
+  annotations: {endpoints.kubernetes.io/last-change-trigger-time: "2024-05-01T10:00:00Z", kubectl.kubernetes.io/last-applied-configuration: "{}"}
+addressType: IPv4
+endpoints: []
+)");
+  REQUIRE(out.slices.size() == 1);
+  CHECK(out.slices[0].serviceName == "web");
+  CHECK(out.slices[0].meta.labels.empty());
+  CHECK(out.slices[0].meta.annotations ==
+        std::map<std::string, std::string>{{"endpoints.kubernetes.io/last-change-trigger-time", "2024-05-01T10:00:00Z"}});
+  // What was dropped is not missed by the encode -> decode round trip `trace` makes.
+  CHECK(decodeJson(kpn::api::encodeEndpointSlice(out.slices[0])).slices.at(0) == out.slices[0]);
 }
 
 TEST_CASE("name validators follow the Kubernetes rules") {

@@ -37,8 +37,8 @@ TEST_CASE("api encode: every field decode reads comes back equal") {
   api::Service s;
   s.meta.ns = "shop";
   s.meta.name = "cart";
-  s.meta.labels = {{"app", "cart"}};
-  s.meta.annotations = {{"a", "b"}};
+  s.meta.labels = {{"service.kubernetes.io/headless", ""}};  // of api::kReadLabels: decode drops the others
+  s.meta.annotations = {{"kube-proxy-nft.io/scheduler", "round-robin"}};
   s.meta.creationTimestamp = "2024-05-01T10:00:00Z";
   s.meta.resourceVersion = "42";
   s.type = "LoadBalancer";
@@ -83,8 +83,8 @@ TEST_CASE("api encode: every field decode reads comes back equal") {
   api::EndpointSlice es;
   es.meta.ns = "shop";
   es.meta.name = "cart-abc";
-  es.serviceName = "cart";
-  es.meta.labels["kubernetes.io/service-name"] = "cart";
+  es.serviceName = "cart";  // encoded as the label kubernetes.io/service-name, decoded back into serviceName alone
+  es.meta.annotations["endpoints.kubernetes.io/last-change-trigger-time"] = "2024-05-01T10:00:00Z";
   es.addressType = "IPv4";
   api::EndpointPort ep;
   ep.name = "http";

@@ -373,7 +373,7 @@ TEST_CASE("upgrade: the chain-per-service layout's endpoint orders are adopted a
   fresh.adoptSlots({old, nft::ListedTable{}});
   auto st = twoServices();
   const nft::Ruleset& rs = fresh.render(st, nullptr);
-  CHECK(fresh.slots().orders().at("default/web").at("ip all/tcp/http") ==
+  CHECK(fresh.slots().orders().at("default/web").at("ip all/tcp/http").unpacked() ==
         render::EndpointOrder{"{\"concat\":[\"10.244.2.3\",8080]}", "{\"concat\":[\"10.244.1.2\",8080]}"});
   auto plan = nft::planReconcile({old, nft::ListedTable{}}, rs);
   bool chainGone = false, shardGone = false, verdictGone = false, counted = false;  // counted: web's slot 1

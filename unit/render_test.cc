@@ -81,6 +81,18 @@ TEST_CASE("endpoint orders are sticky: add appends, swap replaces in place, remo
   CHECK(s.orders().count("ns/b") == 1);
 }
 
+TEST_CASE("a packed endpoint order gives back exactly the entries it was packed from") {
+  for (const render::EndpointOrder& order :
+       {render::EndpointOrder{}, render::EndpointOrder{""}, render::EndpointOrder{"{\"concat\":[\"10.244.2.3\",8080]}"},
+        render::EndpointOrder{"b", "", std::string(300, 'x'), std::string("nul\0inside", 10), "a"}})
+    CHECK(render::PackedOrder(order).unpacked() == order);
+  CHECK_FALSE(render::PackedOrder(render::EndpointOrder{"ab", "c"}) == render::PackedOrder(render::EndpointOrder{"a", "bc"}));
+  // The order kept between syncs is the one place returned: the next place starts from it.
+  render::BackendOrders s;
+  CHECK(s.place("ns/a", "o", {"b", "a", "c"}) == render::EndpointOrder{"a", "b", "c"});
+  CHECK(s.orders().at("ns/a").at("o").unpacked() == render::EndpointOrder{"a", "b", "c"});
+}
+
 TEST_CASE("golden: a small state renders to exactly unit/golden/small-state.nft") {
   state::ClusterState st;
   st.upsertService(service("default", "web", {"10.96.0.10"}, {port("http", 80)}));

@@ -121,17 +121,21 @@ std::vector<std::string> stringList(const JV& obj, const char* key, const Path& 
   return out;
 }
 
-std::map<std::string, std::string> stringMap(const JV& obj, const char* key, const Path& objPath) {
+// The string map `key` of obj, each value checked to be a string, of the keys in `kept` only.
+template <size_t N>
+std::map<std::string, std::string> stringMap(const JV& obj, const char* key, const Path& objPath,
+                                             const std::string_view (&kept)[N]) {
   std::map<std::string, std::string> out;
   const JV* v = field(obj, key);
   if (!v) return out;
   Path p = objPath / key;
   for (const auto& m : asObject(*v, p).GetObject()) {
-    std::string k(m.name.GetString(), m.name.GetStringLength());
+    std::string_view k(m.name.GetString(), m.name.GetStringLength());
     // The key may contain dots and slashes; naming it in full is clearer than a path.
     if (!m.value.IsString())
       throw Invalid(p.str() + "[" + quoted(k) + "] must be a string, got " + typeName(m.value));
-    out.emplace_hint(out.end(), std::move(k), std::string(m.value.GetString(), m.value.GetStringLength()));
+    if (std::find(std::begin(kept), std::end(kept), k) != std::end(kept))
+      out.emplace(std::string(k), std::string(m.value.GetString(), m.value.GetStringLength()));
   }
   return out;
 }
@@ -198,8 +202,8 @@ ObjectMeta decodeMeta(const JV& obj, bool namespaced, NameRule rule, std::string
     fail(p / "name", quoted(meta.name) + " is not a DNS-1123 label (lowercase letters, digits, '-'; at most 63)");
   if (rule == NameRule::kDns1123Subdomain && !isDns1123Subdomain(meta.name))
     fail(p / "name", quoted(meta.name) + " is not a DNS-1123 subdomain (lowercase letters, digits, '-', '.'; at most 253)");
-  meta.labels = stringMap(m, "labels", p);
-  meta.annotations = stringMap(m, "annotations", p);
+  meta.labels = stringMap(m, "labels", p, kReadLabels);
+  meta.annotations = stringMap(m, "annotations", p, kReadAnnotations);
   meta.creationTimestamp = stringField(m, "creationTimestamp", p);
   // resourceVersion is a string in the API; a hand-written YAML `resourceVersion: 5` is harmless.
   if (const JV* rv = field(m, "resourceVersion"))
@@ -440,9 +444,12 @@ Endpoint decodeEndpoint(const JV& v, const Path& p, IPFamily family) {
 EndpointSlice decodeSlice(const JV& obj, std::string* named, std::vector<std::string>& warnings) {
   EndpointSlice es;
   es.meta = decodeMeta(obj, true, NameRule::kDns1123Subdomain, named);
-  auto label = es.meta.labels.find(kServiceNameLabel);
-  if (label != es.meta.labels.end()) {
-    es.serviceName = label->second;
+  // Read here rather than kept in meta.labels: serviceName is where it lives (encode puts it back).
+  // decodeMeta has checked that every label is a string.
+  const JV* labels = field(*field(obj, "metadata"), "labels");
+  const JV* label = labels ? field(*labels, kServiceNameLabel) : nullptr;
+  if (label) {
+    es.serviceName = std::string(label->GetString(), label->GetStringLength());
     // The service name keys the slice to its Service (and so to chain names).
     if (!isDns1123Label(es.serviceName))
       throw Invalid(std::string("metadata.labels[\"") + kServiceNameLabel + "\"] " + quoted(es.serviceName) +

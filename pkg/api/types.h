@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pkg/api/interned.h"
@@ -19,11 +20,22 @@ enum class IPFamily { V4, V6 };
 // "tcp" / "udp" / "sctp": the spelling nft and chain names use.
 const char* protocolName(Protocol p);
 
+// The labels and annotations something in the proxy reads (services/proxied.h, services/scheduler.h,
+// services/environment.cc, kube/wire.h): decode keeps only these. Every other one is still checked
+// (a value that is not a string refuses the object, as the API server would) and then dropped:
+// the state lives as long as the daemon, and what nothing reads was most of its metadata (at 10k
+// services x 10 endpoints the EndpointSlices' controller labels alone were ~3.5 MB of the settled
+// heap; a Service applied with kubectl carries its whole manifest as an annotation).
+inline constexpr std::string_view kReadLabels[] = {"service.kubernetes.io/service-proxy-name",
+                                                   "service.kubernetes.io/headless", "topology.kubernetes.io/zone"};
+inline constexpr std::string_view kReadAnnotations[] = {"kube-proxy-nft.io/scheduler",
+                                                        "endpoints.kubernetes.io/last-change-trigger-time"};
+
 struct ObjectMeta {
   std::string ns;    // "default" when the manifest had none
   std::string name;
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> annotations;
+  std::map<std::string, std::string> labels;       // of kReadLabels only
+  std::map<std::string, std::string> annotations;  // of kReadAnnotations only
   std::string creationTimestamp;  // RFC 3339 as printed by the API server; "" when absent
   std::string resourceVersion;
 };

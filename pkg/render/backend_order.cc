@@ -1,6 +1,8 @@
 #include "pkg/render/backend_order.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <set>
 
 namespace kpn::render {
@@ -27,10 +29,30 @@ EndpointOrder stickyOrder(const EndpointOrder& previous, const std::vector<std::
     *hole = next.back();
     next.pop_back();
   }
-  // Orders live as long as their service: growth slack (16 slots for 10 endpoints) was ~2 MiB at
-  // 10k services.
-  next.shrink_to_fit();
   return next;
+}
+
+PackedOrder::PackedOrder(const EndpointOrder& order) {
+  size_t size = 0;
+  for (const std::string& entry : order) size += sizeof(uint32_t) + entry.size();
+  bytes_.reserve(size);
+  for (const std::string& entry : order) {
+    const auto length = uint32_t(entry.size());
+    bytes_.append(reinterpret_cast<const char*>(&length), sizeof length);
+    bytes_.append(entry);
+  }
+}
+
+EndpointOrder PackedOrder::unpacked() const {
+  EndpointOrder order;
+  for (size_t at = 0; at < bytes_.size();) {
+    uint32_t length;
+    std::memcpy(&length, bytes_.data() + at, sizeof length);
+    at += sizeof length;
+    order.emplace_back(bytes_, at, length);
+    at += length;
+  }
+  return order;
 }
 
 namespace {
@@ -45,14 +67,15 @@ typename Map::mapped_type firstAdopted(const Map& adopted, const std::vector<std
 }
 }  // namespace
 
-const EndpointOrder& BackendOrders::place(const std::string& serviceKey, const std::string& owner,
-                                          const std::vector<std::string>& endpoints,
-                                          const std::vector<std::string>& adoptFrom) {
+EndpointOrder BackendOrders::place(const std::string& serviceKey, const std::string& owner,
+                                   const std::vector<std::string>& endpoints,
+                                   const std::vector<std::string>& adoptFrom) {
   auto& byOwner = orders_[serviceKey];
   auto it = byOwner.find(owner);
-  if (it == byOwner.end()) it = byOwner.emplace(owner, firstAdopted(adopted_, adoptFrom)).first;
-  it->second = stickyOrder(it->second, endpoints);
-  return it->second;
+  EndpointOrder order =
+      stickyOrder(it != byOwner.end() ? it->second.unpacked() : firstAdopted(adopted_, adoptFrom), endpoints);
+  byOwner.insert_or_assign(owner, PackedOrder(order));
+  return order;
 }
 
 const HashTable& BackendOrders::placeTable(const std::string& serviceKey, const std::string& owner,
@@ -84,7 +107,7 @@ void BackendOrders::retain(const std::string& serviceKey, const std::vector<std:
 }
 
 void BackendOrders::adoptOwner(const std::string& serviceKey, const std::string& owner, EndpointOrder order) {
-  orders_[serviceKey][owner] = std::move(order);
+  orders_[serviceKey][owner] = PackedOrder(order);
 }
 
 void BackendOrders::adoptDestination(const std::string& destination, EndpointOrder order) {

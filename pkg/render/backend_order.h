@@ -16,14 +16,29 @@ namespace kpn::render {
 
 using EndpointOrder = std::vector<std::string>;  // element value JSON (address . port); index = slot
 
+// An order as BackendOrders keeps it from one sync to the next: every entry's text in one block,
+// each after its length. Kept as vectors of strings, the orders of 10k services x 10 endpoints were
+// ~8 MB of the settled heap (a block per entry besides the vector's); packed, an order is one
+// block. A render unpacks the orders of the services it renders.
+class PackedOrder {
+ public:
+  PackedOrder() = default;
+  explicit PackedOrder(const EndpointOrder& order);
+  EndpointOrder unpacked() const;
+  bool operator==(const PackedOrder& o) const { return bytes_ == o.bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
 class BackendOrders {
  public:
   // The order for `owner` (e.g. "ip all/tcp/http") of service `serviceKey` holding exactly
   // `endpoints` (element value JSON, any order), updated stickily from its previous order. For an
   // owner seen for the first time, `adoptFrom` names destinations whose listed slots (start-up)
   // may give the order to keep; otherwise the endpoints are sorted.
-  const EndpointOrder& place(const std::string& serviceKey, const std::string& owner,
-                             const std::vector<std::string>& endpoints, const std::vector<std::string>& adoptFrom = {});
+  EndpointOrder place(const std::string& serviceKey, const std::string& owner,
+                      const std::vector<std::string>& endpoints, const std::vector<std::string>& adoptFrom = {});
   // Source hash: the lookup table of `owner` (source_hash_table.h) holding exactly `endpoints`,
   // updated from its previous table; for an owner seen for the first time, the table listed at
   // start-up for one of `adoptFrom`, if any. Its owner name is its own: tableOwner(owner).
@@ -56,11 +71,11 @@ class BackendOrders {
     adoptedSlots_.clear();
   }
 
-  const std::map<std::string, std::map<std::string, EndpointOrder>>& orders() const { return orders_; }
+  const std::map<std::string, std::map<std::string, PackedOrder>>& orders() const { return orders_; }
   bool operator==(const BackendOrders& o) const { return orders_ == o.orders_ && tables_ == o.tables_; }
 
  private:
-  std::map<std::string, std::map<std::string, EndpointOrder>> orders_;  // service -> owner -> order
+  std::map<std::string, std::map<std::string, PackedOrder>> orders_;    // service -> owner -> order
   std::map<std::string, std::map<std::string, HashTable>> tables_;      // service -> table owner -> table
   std::map<std::string, EndpointOrder> adopted_;                         // destination -> order
   std::map<std::string, HashTable> adoptedTables_;                       // destination -> table

@@ -151,7 +151,8 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     };
     if (usesAll) {
       std::string owner = orderOwner(family, false, proto, portKey(sp));
-      p.all = &orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
+      p.allOrder = orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
+      p.all = &p.allOrder;
       p.allTable = placeTable(owner, p.eps.cluster, allFrom);
       p.allChosen = chooses(owner, *p.all, allFrom);
       out.orderOwners.push_back(owner);
@@ -159,7 +160,8 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     }
     if (usesLocal) {
       std::string owner = orderOwner(family, true, proto, portKey(sp));
-      p.local = &orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
+      p.localOrder = orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
+      p.local = &p.localOrder;
       p.localTable = placeTable(owner, p.eps.local, localFrom);
       p.localChosen = chooses(owner, *p.local, localFrom);
       out.orderOwners.push_back(owner);

@@ -40,9 +40,11 @@ struct PortPlan {
   bool ownsClusterIP = false;
   std::vector<std::pair<std::string, bool>> externalAddrs;  // the ones this service holds
   std::optional<int32_t> nodePort;                           // held by this service
-  // The slot orders of the endpoint sets in use (null: that set is not used by any path).
+  // The slot orders of the endpoint sets in use (null: that set is not used by any path), pointing
+  // at allOrder and localOrder (BackendOrders keeps them packed); paths tell the sets apart by address.
   const EndpointOrder* all = nullptr;
   const EndpointOrder* local = nullptr;
+  EndpointOrder allOrder, localOrder;
   // Source hash: the lookup tables of those sets (null: not hashed).
   const HashTable* allTable = nullptr;
   const HashTable* localTable = nullptr;
