@@ -61,8 +61,13 @@ inline const char* kLocalServiceNodePorts = "local-service-nodeports";
 // the first packet to, by daddr . l4proto . dport (external IPs, LB IPs) or l4proto . dport
 // (NodePorts). SCTP NodePorts keep slots of their own: after a stateless port rewrite nothing
 // fixes an SCTP checksum (NAT recomputes it; a payload statement does not).
+// The rule of the eTP=Cluster maps also marks the packet for masquerade (such a destination is in
+// no @masquerade-ips / -nodeports); the local- maps hold eTP=Local destinations, which only pods
+// and the node reach this way (outside traffic took @local-service-ips before), keeping sources.
 inline const char* kExternalClusterIPs = "external-cluster-ips";
+inline const char* kLocalExternalClusterIPs = "local-external-cluster-ips";
 inline const char* kNodePortClusterIPs = "nodeport-cluster-ips";
+inline const char* kLocalNodePortClusterIPs = "local-nodeport-cluster-ips";
 inline const char* kNodePortClusterPorts = "nodeport-cluster-ports";
 
 // "<port name, or number when unnamed>"

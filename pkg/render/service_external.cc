@@ -58,15 +58,21 @@ void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p
       verdictFor(b, p, noEndpoint, d.dispatchKey, gotoVerdict(kRejectChain));
       continue;
     }
-    if (shared && !d.isNodePort) {
-      b.part.elements.push_back(mapElement(kExternalClusterIPs, d.dispatchKey, ex::addr(s.clusterIP), p.comment));
-    } else if (shared && proto != api::Protocol::SCTP) {
-      b.part.elements.push_back(mapElement(kNodePortClusterIPs, d.dispatchKey, ex::addr(s.clusterIP), p.comment));
-      b.part.elements.push_back(mapElement(kNodePortClusterPorts, d.dispatchKey, ex::number(p.sp.port), p.comment));
+    // On the ClusterIP's slots: the rewrite's rule also marks eTP=Cluster traffic for masquerade.
+    const bool onClusterIPSlots = shared && (!d.isNodePort || proto != api::Protocol::SCTP);
+    if (onClusterIPSlots && !d.isNodePort) {
+      b.part.elements.push_back(mapElement(s.externalLocal ? kLocalExternalClusterIPs : kExternalClusterIPs,
+                                           d.dispatchKey, ex::addr(s.clusterIP), p.comment));
+    } else if (onClusterIPSlots) {
+      b.part.elements.push_back(mapElement(s.externalLocal ? kLocalNodePortClusterIPs : kNodePortClusterIPs,
+                                           d.dispatchKey, ex::addr(s.clusterIP), p.comment));
+      b.part.elements.push_back(mapElement(kNodePortClusterPorts, d.dispatchKey, ex::number(p.sp.port)));
     } else {
       dispatchTo(b, p, all, d.slots, d.dispatchKey, dispatch, *p.all);
     }
-    if (!s.externalLocal) {
+    if (!s.externalLocal && onClusterIPSlots) {
+      // marked by its rewrite's rule
+    } else if (!s.externalLocal) {
       b.part.elements.push_back(
           setElement(d.isNodePort ? kMasqueradeNodePorts : kMasqueradeIPs, d.dispatchKey, p.comment));
     } else if (p.local) {
