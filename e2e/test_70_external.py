@@ -2,6 +2,7 @@
 ipMode Proxy, conflicts and bad input (upstream's scenarios, reference §7). An outside client
 namespace reaches the node over its own link; every check looks at which endpoints answer and
 which source address they saw."""
+import json
 import time
 
 import pytest
@@ -305,14 +306,12 @@ def test_dry_run_of_external_services_loads_and_matches_the_live_table(lab, flag
 
 
 def elements(lab, family, name):
-    """The elements of map/set `name` of our table in `family`, as `nft -j` lists them."""
-    import json
-    out = lab.nft("-j", "list", "map" if "backends" in name or "cluster" in name else "set", family, "kube-proxy", name)
-    for obj in json.loads(out or '{"nftables": []}')["nftables"]:
-        for kind in ("map", "set"):
-            if kind in obj:
-                return obj[kind].get("elem", [])
-    return []
+    """The elements of set or map `name` of our table in `family`, as `nft -j` lists them."""
+    for obj in json.loads(lab.nft("-j", "list", "table", family, "kube-proxy"))["nftables"]:
+        body = obj.get("map") or obj.get("set")
+        if body and body["name"] == name:
+            return body.get("elem", [])
+    raise AssertionError(f"no set or map {name} in {family} kube-proxy")
 
 
 def test_external_destinations_take_their_cluster_ips_slots(lab):

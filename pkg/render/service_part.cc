@@ -151,8 +151,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     };
     if (usesAll) {
       std::string owner = orderOwner(family, false, proto, portKey(sp));
-      p.allOrder = orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
-      p.all = &p.allOrder;
+      p.all = orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
       p.allTable = placeTable(owner, p.eps.cluster, allFrom);
       p.allChosen = chooses(owner, *p.all, allFrom);
       out.orderOwners.push_back(owner);
@@ -160,8 +159,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     }
     if (usesLocal) {
       std::string owner = orderOwner(family, true, proto, portKey(sp));
-      p.localOrder = orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
-      p.local = &p.localOrder;
+      p.local = orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
       p.localTable = placeTable(owner, p.eps.local, localFrom);
       p.localChosen = chooses(owner, *p.local, localFrom);
       out.orderOwners.push_back(owner);

@@ -40,11 +40,11 @@ struct PortPlan {
   bool ownsClusterIP = false;
   std::vector<std::pair<std::string, bool>> externalAddrs;  // the ones this service holds
   std::optional<int32_t> nodePort;                           // held by this service
-  // The slot orders of the endpoint sets in use (null: that set is not used by any path), pointing
-  // at allOrder and localOrder (BackendOrders keeps them packed); paths tell the sets apart by address.
-  const EndpointOrder* all = nullptr;
-  const EndpointOrder* local = nullptr;
-  EndpointOrder allOrder, localOrder;
+  // The slot orders of the endpoint sets in use (none: that set is not used by any path), unpacked
+  // from BackendOrders for this render.
+  std::optional<EndpointOrder> all, local;
+  // Whether `order` is this port's local order (paths are handed one of the two).
+  bool isLocal(const EndpointOrder& order) const { return local && &order == &*local; }
   // Source hash: the lookup tables of those sets (null: not hashed).
   const HashTable* allTable = nullptr;
   const HashTable* localTable = nullptr;
