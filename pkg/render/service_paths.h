@@ -31,6 +31,7 @@ struct ServiceContext {
   std::vector<std::pair<std::string, bool>> externalAddrs;  // (address, is an LB IP)
   std::vector<net::Cidr> sourceRanges;                      // this family's
   bool firewalled = false;  // ranges of this family, or an unreadable one (closes the LB IPs)
+  std::vector<net::Cidr> firewallAllowed;  // what @firewall-allow admits (firewallAllowedSources)
 };
 
 struct PortPlan {
@@ -66,7 +67,6 @@ struct PartBuilder {
   std::set<Pick> picks;
   std::set<std::string> hairpins;
   std::set<std::string> affinityChains;  // one per service port and endpoint set
-  bool firewallUsed = false;
 };
 
 // Destination keys as the dispatch maps and the backends maps spell them.
@@ -92,8 +92,10 @@ void addHairpins(PartBuilder& b, const std::vector<services::EndpointChoice>& ep
 // The traffic paths.
 void addClusterIPPath(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
 void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
-// The firewall keys of one port (LB IPs with source ranges) and, once per service, its chain.
-void addFirewallKeys(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
-void addFirewallChain(PartBuilder& b, const ServiceContext& s);
+// The sources a firewalled service's LB IPs admit: its ranges of this family, plus the LB IPs
+// themselves when a range holds a node IP; none nested in another (the kernel refuses overlaps).
+std::vector<net::Cidr> firewallAllowedSources(const ServiceContext& s);
+// The firewall elements of one port's LB IPs (@firewall-ips, @firewall-allow), when it has ranges.
+void addFirewallElements(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
 
 }  // namespace kpn::render
