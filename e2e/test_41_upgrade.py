@@ -5,7 +5,9 @@ exactly the table it would have written on an empty node. The earlier layouts:
   - shared-dispatch-goto.nft: the shared dispatch whose verdict map sent every destination to a
     `pick-<proto>-<N>` chain (main at a526f49, before the count sets of pick_chains.h);
   - slot-walk.nft: the shared pick chain that walked the slots, one rule per count 1..16 (main at
-    7a3d4a5, before the search over the count of pick_chains.h).
+    7a3d4a5, before the search over the count of pick_chains.h);
+  - firewall-chains.nft: loadBalancerSourceRanges as a `firewall-<ns>/<name>` chain per service
+    behind the verdict map @firewall-ips (main at 8f0bc76, before the @firewall-allow interval set).
 
 Each old table is a fixture: what that binary printed with --dry-run for the manifests below (pod
 addresses are deterministic in the lab). To write one again from its binary:
@@ -32,6 +34,7 @@ OLD_LAYOUTS = {
     "chain-per-service.nft": ["chain service-default/steady/tcp/http", "map backends-tcp-"],
     "shared-dispatch-goto.nft": ["chain pick-tcp-2 {", ' : goto pick-tcp-2,'],
     "slot-walk.nft": ["chain pick-tcp {", "offset 16 != @backends-tcp"],
+    "firewall-chains.nft": ["chain firewall-default/fw {", ": goto firewall-default/fw"],
 }
 CLIENT, EP1, EP2, EP3 = "10.244.0.11", "10.244.0.12", "10.244.0.13", "10.244.0.14"
 REMOTE_EP = "10.244.1.5"  # on another node
@@ -43,7 +46,7 @@ DRY_FLAGS = [f"--hostname-override={netlab.NODE_NAME}", f"--cluster-cidr={netlab
 
 def upgrade_manifests():
     """filename -> objects: ClusterIP (both families), NodePort, an eTP=Local LoadBalancer with a
-    remote endpoint, UDP, and a service without endpoints."""
+    remote endpoint, a LoadBalancer with source ranges, UDP, and a service without endpoints."""
     return {
         "node.yaml": node_object(),
         "steady.yaml": [service("steady", HTTP, ["10.96.1.10", "fd00:10:96::1:10"]),
@@ -54,6 +57,9 @@ def upgrade_manifests():
         "shop.yaml": [service("shop", [("http", 80, "TCP", 8080, 30081)], ["10.96.1.12"], type="LoadBalancer",
                               lb_ingress=["198.51.100.12"], etp="Local"),
                       endpoint_slice("shop", [EP3, {"ip": REMOTE_EP, "node": "node2"}], HTTP_SLICE)],
+        "fw.yaml": [service("fw", [("http", 80, "TCP", 8080, 30082)], ["10.96.1.15"], type="LoadBalancer",
+                            lb_ingress=["198.51.100.15"], source_ranges=["203.0.113.0/25", "192.168.100.0/24"]),
+                    endpoint_slice("fw", [EP2], HTTP_SLICE)],
         "dns.yaml": [service("dns", [("dns", 53, "UDP", 5353)], ["10.96.1.13"]),
                      endpoint_slice("dns", [EP1], [("dns", 5353, "UDP")])],
         "noeps.yaml": service("noeps", HTTP, ["10.96.1.14"]),

@@ -2,6 +2,7 @@
 ipMode Proxy, conflicts and bad input (upstream's scenarios, reference §7). An outside client
 namespace reaches the node over its own link; every check looks at which endpoints answer and
 which source address they saw."""
+import json
 import time
 
 import pytest
@@ -88,8 +89,36 @@ def test_load_balancer_source_ranges(lab):
     netlab.sh(["ip", "-n", lab.node, "addr", "add", f"{LB_V4}/32", "dev", "lo"])
     expect_answers(node, LB_V4, 80, {ep.v4}, lab.node_addresses(), n=3, bind=LB_V4,
                    what="VIP as source, allowed because a range holds the node IP")
-    table = lab.table("ip")
-    assert "firewall-default/svc1" in table and "ip saddr 198.51.100.10 return" in table, table
+    # No chain of the service's own: its LB IPs are in @firewall-ips and each allowed source is an
+    # element of @firewall-allow (the service's VIPs too, as upstream: a range holds the node IP in
+    # each family).
+    def prefix(addr, n):
+        return {"prefix": {"addr": addr, "len": n}}
+    want = {"ip": [[vip, "tcp", 80, src] for vip in (LB_V4, LB_V4_2)
+                   for src in (prefix("192.168.100.0", 24), prefix("203.0.113.0", 25), LB_V4, LB_V4_2)],
+            "ip6": [[LB_V6, "tcp", 80, src] for src in (prefix("2001:db8:ff::", 120), prefix("fd00:192:168::", 64), LB_V6)]}
+    for fam, keys in want.items():
+        got = sorted(json.dumps(e["elem"]["val"]["concat"] if "elem" in e else e["concat"], sort_keys=True)
+                     for e in elements(lab, fam, "firewall-allow"))
+        assert got == sorted(json.dumps(k, sort_keys=True) for k in keys), (fam, got)
+        assert not [c for c in lab.table(fam).splitlines() if c.strip().startswith("chain firewall-default")]
+
+    # Widening a range is element operations alone: per LB IP and family the old range out and the
+    # new one in (2 IPv4 LB IPs, 1 IPv6), and the clients outside the old ranges get in.
+    synced = len(d.syncs())
+    lab.manifests.write("svc.yaml", [service(
+        "svc1", [("p80", 80, "TCP", 80, 30001)], ["10.96.0.41", "fd00:10:96::41"], type="LoadBalancer",
+        lb_ingress=[LB_V4, LB_V4_2, LB_V6],
+        source_ranges=["192.168.100.0/24", "203.0.113.0/24", "2001:db8:ff::/64", "fd00:192:168::/64"]),
+    ] + slices("svc1", [ep], [("p80", 80, "TCP")], remote=[ep]))
+    change = d.wait_syncs(synced + 1)[synced]
+    assert change["ops"] == 6 and not change["full"], change
+    node_addrs = lab.node_addresses()  # the VIP on lo above is one now
+    for vip in (LB_V4, LB_V4_2):
+        expect_answers(ext, vip, 80, {ep.v4}, node_addrs, n=3, bind=client.v4_blocked,
+                       what="client inside the widened range to LB IP")
+    expect_answers(ext, LB_V6, 80, {ep.v6}, node_addrs, n=3, bind=client.v6_blocked,
+                   what="client inside the widened range to LB IP")
     assert not d.failed_syncs()
 
 
@@ -297,22 +326,20 @@ def test_dry_run_of_external_services_loads_and_matches_the_live_table(lab, flag
         dry = chains(netlab.sh(["nft", "list", "table", fam, "kube-proxy"], ns=fresh).stdout)
         live = chains(lab.table(fam))
         assert dry == live, f"{fam}: --dry-run and the daemon differ:\n{set(dry.items()) ^ set(live.items())}"
-        assert "firewall-default/web" in live, sorted(live)
+        assert elements(lab, fam, "firewall-allow"), f"{fam}: no allowed source for web's LB IPs"
         # shop (eTP=Local) has IPv4 endpoints only: outside traffic to its IPv4 NodePort picks
         # among this node's endpoints; its IPv6 NodePort rejects instead of dispatching
         assert ("nodeport-pick-local-tcp" in live) == (fam == "ip"), sorted(live)
-        assert not any("/" in c and not c.startswith("firewall-") for c in live), sorted(live)
+        assert not any("/" in c for c in live), sorted(live)
 
 
 def elements(lab, family, name):
-    """The elements of map/set `name` of our table in `family`, as `nft -j` lists them."""
-    import json
-    out = lab.nft("-j", "list", "map" if "backends" in name or "cluster" in name else "set", family, "kube-proxy", name)
-    for obj in json.loads(out or '{"nftables": []}')["nftables"]:
-        for kind in ("map", "set"):
-            if kind in obj:
-                return obj[kind].get("elem", [])
-    return []
+    """The elements of set or map `name` of our table in `family`, as `nft -j` lists them."""
+    for obj in json.loads(lab.nft("-j", "list", "table", family, "kube-proxy"))["nftables"]:
+        body = obj.get("map") or obj.get("set")
+        if body and body["name"] == name:
+            return body.get("elem", [])
+    raise AssertionError(f"no set or map {name} in {family} kube-proxy")
 
 
 def test_external_destinations_take_their_cluster_ips_slots(lab):

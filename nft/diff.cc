@@ -77,7 +77,8 @@ bool sameRules(const std::vector<ListedRule>& listed, const std::vector<Rule>& w
 bool sameDeclaration(const ListedSet& ls, const SetDecl& d) {
   if (d.dynamic) return !ls.isMap;              // nor a typeof set
   if (!d.typeofSpec.empty()) return ls.isMap;  // nft 1.0.6 lists a typeof map in a form we can't compare
-  return ls.keyType == d.keyType && ls.dataType == d.dataType && ls.isMap == !d.dataType.empty();
+  return ls.keyType == d.keyType && ls.dataType == d.dataType && ls.isMap == !d.dataType.empty() &&
+         ls.interval == d.interval;
 }
 
 // Desired chains and elements of one table, flattened across owners; each with its Part.

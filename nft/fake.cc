@@ -215,6 +215,7 @@ RunResult FakeRunner::list(Family f, const std::string& table, ListedTable* out)
     ls.isMap = !s.decl.dataType.empty() || (!s.decl.typeofSpec.empty() && !s.decl.dynamic);
     ls.keyType = s.decl.typeofSpec.empty() ? s.decl.keyType : std::vector<std::string>{"integer"};
     ls.dataType = s.decl.dataType;
+    ls.interval = s.decl.interval;
     for (const auto& [key, v] : s.elements) ls.elements[key] = v.first;
     for (const auto& [key, c] : s.comments) ls.comments[key] = c;
   }

@@ -148,6 +148,8 @@ std::optional<ListedTable> parseListing(const std::string& json, std::string* er
       ls.isMap = isMap;
       if (s.HasMember("type")) ls.keyType = types(s["type"]);
       if (isMap) ls.dataType = str(s, "map");
+      if (s.HasMember("flags") && s["flags"].IsArray())
+        for (const auto& f : s["flags"].GetArray()) ls.interval = ls.interval || (f.IsString() && f == "interval");
       if (!s.HasMember("elem") || !s["elem"].IsArray()) continue;
       for (auto& e : s["elem"].GetArray()) {
         const rapidjson::Value& wrapped = isMap && e.IsArray() && e.Size() == 2 ? e[0] : e;

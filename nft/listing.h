@@ -48,6 +48,7 @@ struct ListedSet {
   bool isMap = false;
   std::vector<std::string> keyType;  // as listed; "integer" for our typeof maps
   std::string dataType;              // "verdict", or e.g. "ipv4_addr . inet_service"
+  bool interval = false;             // listed with `flags interval`
   std::map<std::string, std::string, std::less<>> elements;  // key json -> value json ("" for sets)
   std::map<std::string, std::string, std::less<>> comments;  // key json -> comment, for elements with one
   // key json -> seconds left, for elements the data path added with a timeout (`expires` of a

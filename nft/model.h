@@ -54,9 +54,12 @@ struct SetDecl {
   // they survive restarts and failed syncs. (Without a typeofSpec, as the start-up probe declares
   // one, it goes in JSON with its keyType and the timeout flag.)
   bool dynamic = false;
+  // Elements may hold prefixes and ranges (`flags interval`). With a concatenated key the kernel
+  // keeps them in a pipapo set and refuses an element that overlaps another ("File exists").
+  bool interval = false;
   bool operator==(const SetDecl& o) const {
     return name == o.name && keyType == o.keyType && dataType == o.dataType && typeofSpec == o.typeofSpec &&
-           dynamic == o.dynamic;
+           dynamic == o.dynamic && interval == o.interval;
   }
 };
 

@@ -193,6 +193,7 @@ void Transaction::writeJson(std::string& out, size_t pieceBytes, const std::func
           // are declared natively): nft 1.0.6 JSON takes "timeout" but not "dynamic" as a flag, and
           // adds dynamic itself for the set's update statement.
           if (op.set()->dynamic) out += ",\"flags\":[\"timeout\"]";
+          else if (op.set()->interval) out += ",\"flags\":[\"interval\"]";
         }
         out += "}";
         break;
@@ -251,7 +252,8 @@ std::string Transaction::toText() const {
         } else if (op.verb == Verb::Add) {
           bool isMap = !op.set()->dataType.empty();
           out += head + (isMap ? "map " : "set ") + where + " " + op.name + " { type " + typeText(op.set()->keyType) +
-                 (isMap ? " : " + op.set()->dataType : "") + (op.set()->dynamic ? " ; flags dynamic,timeout" : "") + " ; }\n";
+                 (isMap ? " : " + op.set()->dataType : "") + (op.set()->dynamic ? " ; flags dynamic,timeout" : "") +
+                 (op.set()->interval ? " ; flags interval" : "") + " ; }\n";
         } else {
           bool isMap = !op.set()->dataType.empty() || (!op.set()->typeofSpec.empty() && !op.set()->dynamic);
           out += head + (isMap ? "map " : "set ") + where + " " + op.name + "\n";

@@ -199,14 +199,42 @@ status: {loadBalancer: {ingress: [{ip: 1.2.3.6}, {ip: "2001:db8:5::6"}]}}
   st.upsertService(std::make_shared<api::Service>(out.services[0]));
   st.upsertSlice(slice("ns1", "fw-1", "fw", {epPort("p80", 80)}, {{"10.180.0.6", true, true, false, "node-b"}}));
   std::string t = text(st, cfgA(), hostA());
-  for (const char* fam : {"ip", "ip6"}) {
-    CAPTURE(fam);
-    CHECK(has(t, std::string("add chain ") + fam + " kube-proxy firewall-ns1/fw"));
-    CHECK(has(t, std::string("add rule ") + fam + " kube-proxy firewall-ns1/fw drop"));
-    CHECK_FALSE(has(t, std::string("add rule ") + fam + " kube-proxy firewall-ns1/fw " + fam + " saddr"));
+  // Each LB IP is firewalled, and no source is allowed: the valid ranges beside the bad one too.
+  CHECK(has(t, "firewall-ips { 1.2.3.6 . tcp . 80 comment \"ns1/fw:p80\" }"));
+  CHECK(has(t, "firewall-ips { 2001:db8:5::6 . tcp . 80 comment \"ns1/fw:p80\" }"));
+  CHECK_FALSE(has(t, "add element ip kube-proxy firewall-allow"));
+  CHECK_FALSE(has(t, "add element ip6 kube-proxy firewall-allow"));
+}
+
+TEST_CASE("source ranges: one element per allowed range and destination, nested ranges folded into the widest") {
+  state::ClusterState st;
+  st.setNode(nodeA());
+  auto s = lbService("fw", "172.30.0.46", 3006);  // LB IP 1.2.3.4
+  s->ports.push_back(npPort("p443", 443, 3007));
+  // 10.1.0.0/16 and 10.1.2.3 lie in 10.0.0.0/8: the kernel would refuse them beside it. A range
+  // holds the node's address (192.168.0.2), so the LB IP is a source, unless a range holds it.
+  s->loadBalancerSourceRanges = {"10.1.0.0/16", "10.0.0.0/8", "10.1.2.3/32", "192.168.0.0/24", "1.2.3.0/28"};
+  st.upsertService(s);
+  st.upsertSlice(slice("ns1", "fw-1", "fw", {epPort("p80", 80), epPort("p443", 443)}, {{"10.180.0.6", true, true, false, "node-b"}}));
+  std::string t = text(st, cfgA(), hostA());
+  for (const char* port : {"80", "443"}) {
+    CAPTURE(port);
+    const std::string dest = std::string("1.2.3.4 . tcp . ") + port + " . ";
+    CHECK(has(t, "firewall-allow { " + dest + "10.0.0.0/8 "));
+    CHECK(has(t, "firewall-allow { " + dest + "192.168.0.0/24 "));
+    CHECK(has(t, "firewall-allow { " + dest + "1.2.3.0/28 "));
+    CHECK_FALSE(has(t, "firewall-allow { " + dest + "10.1."));
+    CHECK_FALSE(has(t, "firewall-allow { " + dest + "1.2.3.4 "));
   }
-  CHECK(has(t, "firewall-ips { 1.2.3.6 . tcp . 80 comment \"ns1/fw:p80\" : goto firewall-ns1/fw }"));
-  CHECK(has(t, "firewall-ips { 2001:db8:5::6 . tcp . 80 comment \"ns1/fw:p80\" : goto firewall-ns1/fw }"));
+  size_t n = 0;
+  for (size_t at = t.find("add element ip kube-proxy firewall-allow"); at != std::string::npos;
+       at = t.find("add element ip kube-proxy firewall-allow", at + 1))
+    ++n;
+  CHECK(n == 6);
+  // Without 1.2.3.0/28, the LB IP itself is an allowed source (the node's range admits the node).
+  s->loadBalancerSourceRanges = {"192.168.0.0/24"};
+  st.upsertService(s);
+  CHECK(has(text(st, cfgA(), hostA()), "firewall-allow { 1.2.3.4 . tcp . 80 . 1.2.3.4 comment"));
 }
 
 TEST_CASE("ServiceCIDR objects decode (v1 and v1beta1), cluster-scoped, a bad CIDR dropped alone") {

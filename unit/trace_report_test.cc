@@ -378,7 +378,9 @@ TEST_CASE("rule text: every rule we render reads as nft lists it, never as its J
         "ip daddr . tcp dport . numgen random mod 1 @backends-tcp goto pick-tcp",
         "ip saddr != 10.0.0.0/8 fib saddr type != local ip daddr . meta l4proto . th dport vmap @local-service-ips",
         "ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000",
-        "ip saddr 203.0.113.0/25 return", "meta l4proto . th dport vmap @service-nodeports",
+        "ip daddr . meta l4proto . th dport @firewall-ips ip daddr . meta l4proto . th dport . ip saddr != "
+        "@firewall-allow drop",
+        "meta l4proto . th dport vmap @service-nodeports",
         "ip daddr @nodeport-ips goto nodeports",
         "ip daddr set ip daddr . meta l4proto . th dport map @external-cluster-ips meta mark set meta mark | 0x00004000 "
         "goto pick",

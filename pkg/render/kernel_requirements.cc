@@ -55,6 +55,16 @@ const std::vector<nft::Requirement>& rulesetRequirements() {
              ex::concat({ex::payload(nft::familyName(f), "daddr"), ex::meta("l4proto"), ex::payload("th", "dport")});
          return ProbeObjects{{services}, {}, {nft::makeRule({st::vmap(key, services.name)})}};
        }},
+      {"concatenated interval sets", "nf_tables (pipapo set backend, kernel >= 5.6)",
+       [](Family f) {
+         // loadBalancerSourceRanges (@firewall-allow): destination . proto . port . source range.
+         const std::string addr = nft::addrTypeName(f);
+         nft::SetDecl allow{"allow", {addr, "inet_proto", "inet_service", addr}, "", "", false};
+         allow.interval = true;
+         nft::Expr key = ex::concat({ex::payload(nft::familyName(f), "daddr"), ex::meta("l4proto"),
+                                     ex::payload("th", "dport"), ex::payload(nft::familyName(f), "saddr")});
+         return ProbeObjects{{allow}, {}, {nft::makeRule({st::matchSet(key, allow.name, /*negate=*/true), st::drop()})}};
+       }},
       {"fib", "nft_fib_ipv4, nft_fib_ipv6",
        [](Family) { return rules({nft::makeRule({st::match(ex::fib("daddr", "type"), "==", ex::symbol("local"))})}); }},
       {"reject", "nft_reject_ipv4, nft_reject_ipv6",

@@ -11,8 +11,8 @@
 
 namespace kpn::render {
 
-// nf_tables, ct, nat, masquerade, numgen, concatenated verdict maps, fib, reject, dynamic sets
-// with timeouts.
+// nf_tables, ct, nat, masquerade, numgen, concatenated verdict maps, concatenated interval sets,
+// fib, reject, dynamic sets with timeouts.
 const std::vector<nft::Requirement>& rulesetRequirements();
 
 }  // namespace kpn::render

@@ -15,6 +15,22 @@ Expr saddr(Family f) { return ex::payload(familyName(f), "saddr"); }
 Expr serviceKeyExpr(Family f) { return ex::concat({daddr(f), ex::meta("l4proto"), ex::payload("th", "dport")}); }
 Stmt ctStateNew() { return st::match(ex::ct("state"), "in", ex::symbol("new")); }
 
+SetDecl firewallAllowDeclaration(const std::string& addr) {
+  SetDecl d{kFirewallAllow, {addr, "inet_proto", "inet_service", addr}, "", ""};
+  d.interval = true;
+  return d;
+}
+
+// A new connection to a destination with loadBalancerSourceRanges, from a source none of its
+// @firewall-allow elements holds, is dropped (a destination with none is closed to all).
+Rule firewallRule(Family f) {
+  return makeRule({st::matchSet(serviceKeyExpr(f), kFirewallIPs),
+                   st::matchSet(ex::concat({daddr(f), ex::meta("l4proto"), ex::payload("th", "dport"), saddr(f)}),
+                                kFirewallAllow, /*negate=*/true),
+                   st::drop()},
+                  "source not in loadBalancerSourceRanges");
+}
+
 Chain baseChain(const char* name, const char* type, const char* hook, int prio, std::vector<Rule> rules) {
   return Chain{name, Hook{type, hook, prio}, std::move(rules)};
 }
@@ -22,8 +38,6 @@ Chain baseChain(const char* name, const char* type, const char* hook, int prio, 
 }  // namespace
 
 std::string portKey(const api::ServicePort& p) { return p.name.empty() ? std::to_string(p.port) : p.name; }
-
-std::string firewallChainName(const api::Service& svc) { return "firewall-" + svc.meta.ns + "/" + svc.meta.name; }
 
 Family toNftFamily(net::Family f) { return f == net::Family::V4 ? Family::IPv4 : Family::IPv6; }
 
@@ -36,7 +50,8 @@ std::vector<SetDecl> tableDeclarations(Family f, const services::NodeConfig& cfg
       {kHairpin, {addr, addr}, "", ""},
       {kServiceNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
       {kNoEndpointNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
-      {kFirewallIPs, {addr, "inet_proto", "inet_service"}, "verdict", ""},
+      {kFirewallIPs, {addr, "inet_proto", "inet_service"}, "", ""},
+      firewallAllowDeclaration(addr),
       {kNodePortIPs, {addr}, "", ""},
       {kMasqueradeIPs, {addr, "inet_proto", "inet_service"}, "", ""},
       {kMasqueradeNodePorts, {"inet_proto", "inet_service"}, "", ""},
@@ -187,7 +202,7 @@ PartPtr renderBasePart(Family f, const services::NodeConfig& cfg, const services
                       "hairpin: an endpoint reaching itself through a service")}},
       Chain{"service-endpoints-check", std::nullopt, {makeRule({st::vmap(serviceKeyExpr(f), kNoEndpointServices)})}},
       Chain{"nodeport-endpoints-check", std::nullopt, {nodePortCheck}},
-      Chain{"firewall-check", std::nullopt, {makeRule({st::vmap(serviceKeyExpr(f), kFirewallIPs)})}},
+      Chain{"firewall-check", std::nullopt, {firewallRule(f)}},
       Chain{"cluster-ips-check", std::nullopt, std::move(clusterIPsCheck)},
       Chain{kRejectChain, std::nullopt,
             {makeRule({st::reject(f)}, "helper for @no-endpoint-services / @no-endpoint-nodeports")}},

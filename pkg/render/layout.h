@@ -3,8 +3,8 @@
 // path exists per Service: a Service is only elements (shared dispatch, pick_chains.h).
 //
 //   filter-prerouting-pre-dnat / filter-output-pre-dnat (dstnat-10, new conns) -> firewall-check:
-//        vmap @firewall-ips on daddr . l4proto . dport -> goto firewall-<ns>/<name> (source ranges;
-//        the one chain a Service can still own, only with loadBalancerSourceRanges)
+//        daddr . l4proto . dport in @firewall-ips (LB IPs with source ranges) and
+//        daddr . l4proto . dport . saddr not in @firewall-allow (interval set of allowed ranges): drop
 //   nat-prerouting / nat-output (dstnat) -> services:
 //        masquerade marks (@cluster-ips from outside the pods, @masquerade-ips/-nodeports for
 //        eTP=Cluster external destinations, the node's own traffic to eTP=Local ones), then
@@ -48,7 +48,10 @@ inline const char* kNodePortsChain = "nodeports";  // `services` for traffic to 
 inline const char* kRejectChain = "reject-chain";
 inline const char* kServiceNodePorts = "service-nodeports";
 inline const char* kNoEndpointNodePorts = "no-endpoint-nodeports";
+// loadBalancerSourceRanges: the firewalled destinations (LB IP . proto . port), and for each the
+// sources it admits (destination . source range; an interval set). service_firewall.cc.
 inline const char* kFirewallIPs = "firewall-ips";
+inline const char* kFirewallAllow = "firewall-allow";
 inline const char* kNodePortIPs = "nodeport-ips";
 // External destinations of externalTrafficPolicy=Cluster services: their traffic is masqueraded
 // by two base rules, so such a service needs no external-<...> chain of its own.
@@ -72,8 +75,6 @@ inline const char* kNodePortClusterPorts = "nodeport-cluster-ports";
 
 // "<port name, or number when unnamed>"
 std::string portKey(const api::ServicePort& port);
-// "firewall-<ns>/<name>": the source-range check of a service's LoadBalancer IPs
-std::string firewallChainName(const api::Service& svc);
 
 nft::Family toNftFamily(net::Family f);
 

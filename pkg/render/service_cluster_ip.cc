@@ -8,7 +8,7 @@ namespace kpn::render {
 void addClusterIPPath(PartBuilder& b, const ServiceContext& s, const PortPlan& p) {
   if (!p.ownsClusterIP) return;
   const nft::Expr key = addressKey(s.clusterIP, p.sp.protocol, p.sp.port);
-  const EndpointOrder* order = s.internalLocal ? p.local : p.all;
+  const std::optional<EndpointOrder>& order = s.internalLocal ? p.local : p.all;
   if (order) {
     dispatchTo(b, p, KeySpace::Address, addressSlotPrefix(s.clusterIP, p.sp.port), key, kServiceIPs, *order);
   } else if (p.hasEndpoints()) {

@@ -77,7 +77,7 @@ void affinityTo(PartBuilder& b, const PortPlan& p, KeySpace space, const Expr& d
                 const std::string& dispatchMap, const EndpointOrder& order) {
   // Its key space's pool all the same: the pick rules must bind the map while it is empty.
   b.picks.insert(Pick{space, p.sp.protocol, 1});
-  const bool local = &order == p.local;
+  const bool local = p.isLocal(order);
   const std::string name = affinityChainName(p.chainKey, local);
   if (b.affinityChains.insert(name).second)
     b.part.chains.push_back(affinityChain(
@@ -91,7 +91,7 @@ void affinityTo(PartBuilder& b, const PortPlan& p, KeySpace space, const Expr& d
 void dispatchTo(PartBuilder& b, const PortPlan& p, KeySpace space, const std::vector<Expr>& dest,
                 const Expr& dispatchKey, const std::string& dispatchMap, const EndpointOrder& order) {
   const SetName map = backendsMapName(space, p.sp.protocol);  // looked up once, not per slot
-  const bool local = &order == p.local;
+  const bool local = p.isLocal(order);
   const HashTable* table = local ? p.localTable : p.allTable;
   Pick pick{space, p.sp.protocol, static_cast<uint32_t>(order.size()), table != nullptr};
   // Slot i of the destination holds `endpoint` (its JSON, copied once: into the element's block).

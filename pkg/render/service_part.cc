@@ -49,7 +49,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
                               const services::FamilyEnvironment& env, const services::DestinationClaims* claims,
                               const LeastConnChoices* choices) {
   ServicePart out;
-  ServiceContext s{svc, cfg, family, env, state::serviceKey(svc.meta.ns, svc.meta.name), "", false, false, {}, {}, false};
+  ServiceContext s{svc, cfg, family, env, state::serviceKey(svc.meta.ns, svc.meta.name), "", false, false, {}, {}, false, {}};
   for (const auto& ip : svc.clusterIPs)
     if (inFamily(ip, family)) {
       s.clusterIP = ip;
@@ -70,6 +70,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
   // than leaving the service open to all, or to more than its owner listed.
   if (svc.sourceRangeUnreadable) s.sourceRanges.clear();
   s.firewalled = !s.sourceRanges.empty() || svc.sourceRangeUnreadable;
+  if (s.firewalled) s.firewallAllowed = firewallAllowedSources(s);
 
   auto owns = [&](const std::string& dest) { return !claims || claims->owns(s.key, dest); };
   auto lost = [&](const std::string& what, const std::string& dest) {
@@ -151,8 +152,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     };
     if (usesAll) {
       std::string owner = orderOwner(family, false, proto, portKey(sp));
-      p.allOrder = orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
-      p.all = &p.allOrder;
+      p.all = orders.place(s.key, owner, valuesOf(p.eps.cluster), allFrom);
       p.allTable = placeTable(owner, p.eps.cluster, allFrom);
       p.allChosen = chooses(owner, *p.all, allFrom);
       out.orderOwners.push_back(owner);
@@ -160,8 +160,7 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
     }
     if (usesLocal) {
       std::string owner = orderOwner(family, true, proto, portKey(sp));
-      p.localOrder = orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
-      p.local = &p.localOrder;
+      p.local = orders.place(s.key, owner, valuesOf(p.eps.local), localFrom);
       p.localTable = placeTable(owner, p.eps.local, localFrom);
       p.localChosen = chooses(owner, *p.local, localFrom);
       out.orderOwners.push_back(owner);
@@ -183,9 +182,8 @@ ServicePart renderServicePart(const api::Service& svc, const std::vector<const a
 
     addClusterIPPath(b, s, p);
     addExternalPaths(b, s, p);
-    addFirewallKeys(b, s, p);
+    addFirewallElements(b, s, p);
   }
-  addFirewallChain(b, s);
   nft::shrinkToFit(b.part);
   out.part = std::make_shared<Part>(std::move(b.part));
   out.picks.assign(b.picks.begin(), b.picks.end());

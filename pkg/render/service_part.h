@@ -1,5 +1,6 @@
 // One Service and its EndpointSlices -> that Service's Part of one family's table: only elements
-// (shared dispatch, pick_chains.h), plus a firewall chain when it has loadBalancerSourceRanges.
+// (shared dispatch, pick_chains.h; loadBalancerSourceRanges too, service_firewall.cc), plus chains
+// of its own only where a pick needs one (session affinity, the round-robin scheduler).
 //
 // renderServicePart is pure except for one argument it mutates: `orders`, the sticky slot orders
 // of the service's endpoint sets (it places the sets this render uses; the caller retains them).

@@ -31,6 +31,7 @@ struct ServiceContext {
   std::vector<std::pair<std::string, bool>> externalAddrs;  // (address, is an LB IP)
   std::vector<net::Cidr> sourceRanges;                      // this family's
   bool firewalled = false;  // ranges of this family, or an unreadable one (closes the LB IPs)
+  std::vector<net::Cidr> firewallAllowed;  // what @firewall-allow admits (firewallAllowedSources)
 };
 
 struct PortPlan {
@@ -40,11 +41,11 @@ struct PortPlan {
   bool ownsClusterIP = false;
   std::vector<std::pair<std::string, bool>> externalAddrs;  // the ones this service holds
   std::optional<int32_t> nodePort;                           // held by this service
-  // The slot orders of the endpoint sets in use (null: that set is not used by any path), pointing
-  // at allOrder and localOrder (BackendOrders keeps them packed); paths tell the sets apart by address.
-  const EndpointOrder* all = nullptr;
-  const EndpointOrder* local = nullptr;
-  EndpointOrder allOrder, localOrder;
+  // The slot orders of the endpoint sets in use (none: that set is not used by any path), unpacked
+  // from BackendOrders for this render.
+  std::optional<EndpointOrder> all, local;
+  // Whether `order` is this port's local order (paths are handed one of the two).
+  bool isLocal(const EndpointOrder& order) const { return local && &order == &*local; }
   // Source hash: the lookup tables of those sets (null: not hashed).
   const HashTable* allTable = nullptr;
   const HashTable* localTable = nullptr;
@@ -66,7 +67,6 @@ struct PartBuilder {
   std::set<Pick> picks;
   std::set<std::string> hairpins;
   std::set<std::string> affinityChains;  // one per service port and endpoint set
-  bool firewallUsed = false;
 };
 
 // Destination keys as the dispatch maps and the backends maps spell them.
@@ -92,8 +92,10 @@ void addHairpins(PartBuilder& b, const std::vector<services::EndpointChoice>& ep
 // The traffic paths.
 void addClusterIPPath(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
 void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
-// The firewall keys of one port (LB IPs with source ranges) and, once per service, its chain.
-void addFirewallKeys(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
-void addFirewallChain(PartBuilder& b, const ServiceContext& s);
+// The sources a firewalled service's LB IPs admit: its ranges of this family, plus the LB IPs
+// themselves when a range holds a node IP; none nested in another (the kernel refuses overlaps).
+std::vector<net::Cidr> firewallAllowedSources(const ServiceContext& s);
+// The firewall elements of one port's LB IPs (@firewall-ips, @firewall-allow), when it has ranges.
+void addFirewallElements(PartBuilder& b, const ServiceContext& s, const PortPlan& p);
 
 }  // namespace kpn::render

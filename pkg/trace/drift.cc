@@ -119,7 +119,7 @@ Drift serviceDrift(const nft::ListedTable& live, const nft::Table& desired, cons
   }
   // Chains of the service's own in the kernel that the state does not have.
   for (const auto& [name, chain] : live.chains)
-    if ((name == "firewall-" + service || name.rfind("affinity-" + service + "/", 0) == 0) && !wantChains.count(name))
+    if (name.rfind("affinity-" + service + "/", 0) == 0 && !wantChains.count(name))
       d.unexpected.push_back("chain " + name);
   return d;
 }

@@ -1,6 +1,6 @@
 // Drift: what the kernel's table holds for one Service against what the cluster state renders for
 // it, object by object: the elements whose comment names the Service ("ns/name" or
-// "ns/name:port") and the chains of its own (firewall-ns/name). The state's table is rendered with
+// "ns/name:port") and the chains of its own (affinity-ns/name/...). The state's table is rendered with
 // the kernel's endpoint slots adopted (Renderer::adoptSlots), so an endpoint that only sits in
 // another slot is no difference.
 #pragma once

@@ -60,9 +60,10 @@ void explainForOurLayout(nft::eval::Report& r) {
       else
         r.reason = "unallocated ServiceCIDR address: " + p.daddr + " is inside a ServiceCIDR" + prefixIn(last->rule) +
                    " but no service has it";
-    } else if (last && last->chain.rfind("firewall-", 0) == 0) {
+    } else if (last && last->chain == "firewall-check") {
+      const Lookup* l = lookupIn(c, {render::kFirewallIPs});
       r.reason = "source range: " + p.saddr + " is not in loadBalancerSourceRanges of " +
-                 last->chain.substr(std::string("firewall-").size()) + ", so " + dst + " drops it";
+                 (l ? svc(*l) : std::string("its service")) + ", so " + dst + " drops it";
     }
     return;
   }
