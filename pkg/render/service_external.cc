@@ -1,6 +1,7 @@
 // NodePort, external IPs and LoadBalancer IPs, by external traffic policy.
 //  - no endpoints: reject on every destination;
-//  - eTP=Cluster: all endpoints, marked for masquerade through @masquerade-ips / -nodeports;
+//  - eTP=Cluster: all endpoints, marked for masquerade through @masquerade-ips / -nodeports, or on
+//    the ClusterIP's slots by the rewrite's own rule;
 //  - eTP=Local: pods and the node itself take all endpoints (@service-ips / -nodeports; the base
 //    rules mark the node's traffic), outside traffic only this node's (@local-service-ips /
 //    -nodeports); without local endpoints that element is `return`, so outside traffic stays
@@ -70,16 +71,14 @@ void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p
     } else {
       dispatchTo(b, p, all, d.slots, d.dispatchKey, dispatch, *p.all);
     }
-    if (!s.externalLocal && onClusterIPSlots) {
-      // marked by its rewrite's rule
-    } else if (!s.externalLocal) {
-      b.part.elements.push_back(
-          setElement(d.isNodePort ? kMasqueradeNodePorts : kMasqueradeIPs, d.dispatchKey, p.comment));
-    } else if (p.local) {
+    if (s.externalLocal && p.local) {
       dispatchTo(b, p, local, d.slots, d.dispatchKey, localDispatch, *p.local);
-    } else {
+    } else if (s.externalLocal) {
       verdictFor(b, p, localDispatch, d.dispatchKey, nft::returnVerdict());
       verdictFor(b, p, noEndpoint, d.dispatchKey, nft::dropVerdict());
+    } else if (!onClusterIPSlots) {  // on them, the rewrite's rule marks it
+      b.part.elements.push_back(
+          setElement(d.isNodePort ? kMasqueradeNodePorts : kMasqueradeIPs, d.dispatchKey, p.comment));
     }
   }
 }
