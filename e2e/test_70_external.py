@@ -387,3 +387,75 @@ def test_external_destinations_take_their_cluster_ips_slots(lab):
     d.stop()
     d = lab.start_daemon(label="restart")
     assert d.syncs()[0]["ops"] == 0, f"restart changed the ruleset: {d.syncs()[0]}\n{d.tail()}"
+
+
+def test_shared_slots_masquerade_by_policy(lab):
+    """On their ClusterIP's slots, the rewrite's own rule marks eTP=Cluster destinations for
+    masquerade (no element in @masquerade-ips / -nodeports), and eTP=Local ones sit in the local-
+    maps, whose rule marks nothing. With real packets: through svc1 (eTP=Cluster) LB IP, external
+    IP and TCP/UDP NodePort, outside clients, pods and the node are all masqueraded; through svc2
+    (eTP=Local) LB IP and NodePort outside clients reach the local endpoint with their own address,
+    pods reach both endpoints with theirs (their packets pass the marking rule's lookup and miss
+    it: a mark set on a miss would show here), the node both, masqueraded. svc2 turned to
+    eTP=Cluster live moves its elements over and masquerades outside clients at once."""
+    client, pod = lab.add_external_client(), lab.add_pod("pod")
+    eps = lab.add_backends(4, tcp=[80], udp=[53])
+    remote, local = eps[2], eps[3]
+    lb2_v6 = "2001:db8:5::11"
+    lab.manifests.write("node.yaml", node_object())
+
+    def write(svc2_etp):
+        lab.manifests.write("svc.yaml", [
+            service("svc1", [("p80", 80, "TCP", 80, 30001), ("dns", 53, "UDP", 53, 30053)],
+                    ["10.96.0.41", "fd00:10:96::41"], type="LoadBalancer",
+                    external_ips=[EXT_V4, EXT_V6], lb_ingress=[LB_V4, LB_V6]),
+            service("svc2", [("p80", 80, "TCP", 80, 30002)], ["10.96.0.42", "fd00:10:96::42"], type="LoadBalancer",
+                    etp=svc2_etp, lb_ingress=[LB_V4_2, lb2_v6]),
+        ] + slices("svc1", eps[:2], [("p80", 80, "TCP"), ("dns", 53, "UDP")], remote=[eps[0]])
+          + slices("svc2", [remote, local], [("p80", 80, "TCP")], remote=[remote]))
+
+    def expect_elements(counts):
+        """Each set or map's element count (None: no such set) is the one in `counts`."""
+        for fam in ("ip", "ip6"):
+            table = json.loads(lab.nft("-j", "list", "table", fam, "kube-proxy"))["nftables"]
+            sizes = {b["name"]: len(b.get("elem", [])) for b in (o.get("set") or o.get("map") for o in table) if b}
+            got = {name: sizes.get(name) for name in counts}
+            assert got == counts, f"{fam}: {got}\n{lab.table(fam)}"
+
+    write("Local")
+    d = lab.start_daemon()
+    expect_elements({"masquerade-ips": 0, "masquerade-nodeports": 0,
+                     "external-cluster-ips": 4,  # svc1: 2 addresses x 2 ports
+                     "nodeport-cluster-ips": 2,  # svc1: tcp and udp
+                     "local-external-cluster-ips": 1, "local-nodeport-cluster-ips": 1,  # svc2
+                     "nodeport-cluster-ports": 3})
+    node_addrs = lab.node_addresses()
+    ext, cli, node = lab.agent(client), lab.agent(pod), lab.agent("node")
+    families = (("v4", LB_V4, EXT_V4, LB_V4_2, NODE_V4), ("v6", LB_V6, EXT_V6, lb2_v6, NODE_V6))
+    for fam, lb_v, ext_v, lb2_v, node_v in families:
+        svc1_eps = {getattr(p, fam) for p in eps[:2]}
+        svc2_eps, svc2_local = {getattr(remote, fam), getattr(local, fam)}, {getattr(local, fam)}
+        for host, tcp, udp in ((lb_v, 80, 53), (ext_v, 80, 53), (node_v, 30001, 30053)):
+            what = f"svc1 (eTP=Cluster) {host}"
+            expect_answers(ext, host, tcp, svc1_eps, node_addrs, what=f"{what}: outside masqueraded")
+            expect_answers(ext, host, udp, svc1_eps, node_addrs, proto="udp", what=f"{what}: outside masqueraded")
+            expect_answers(cli, host, tcp, svc1_eps, node_addrs, what=f"{what}: pod masqueraded")
+            expect_answers(node, host, tcp, svc1_eps, node_addrs, what=f"{what}: node masqueraded")
+        for host, port in ((lb2_v, 80), (node_v, 30002)):
+            what = f"svc2 (eTP=Local) {host}"
+            expect_answers(ext, host, port, svc2_local, {getattr(client, fam)}, n=6,
+                           what=f"{what}: outside keeps its source")
+            expect_answers(cli, host, port, svc2_eps, {getattr(pod, fam)}, what=f"{what}: pod keeps its source")
+            expect_answers(node, host, port, svc2_eps, node_addrs, what=f"{what}: node masqueraded")
+
+    with d.change():
+        write("Cluster")
+    expect_elements({"masquerade-ips": 0, "masquerade-nodeports": 0, "external-cluster-ips": 5,
+                     "nodeport-cluster-ips": 3, "local-external-cluster-ips": 0, "local-nodeport-cluster-ips": 0,
+                     "nodeport-cluster-ports": 3})
+    for fam, _, _, lb2_v, node_v in families:
+        svc2_eps = {getattr(remote, fam), getattr(local, fam)}
+        for host, port in ((lb2_v, 80), (node_v, 30002)):
+            expect_answers(ext, host, port, svc2_eps, node_addrs, what=f"svc2 now eTP=Cluster {host}: outside masqueraded")
+            expect_answers(cli, host, port, svc2_eps, node_addrs, what=f"svc2 now eTP=Cluster {host}: pod masqueraded")
+    assert not d.failed_syncs()

@@ -325,7 +325,7 @@ TEST_CASE("restart: reconciling repairs only what differs") {
   auto plan = nft::planReconcile(listed, fresh.render(st, nullptr));
   REQUIRE(p.kernel.commit(plan.txn).ok);
   CHECK(count(plan.txn, Verb::Add, Kind::Element) == 2);  // the two hairpin pairs
-  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 13);    // the services chain's thirteen rules
+  CHECK(count(plan.txn, Verb::Add, Kind::Rule) == 14);    // the services chain's fourteen rules
   CHECK(count(plan.txn, Verb::Delete, Kind::Chain) == 1);
   CHECK(v4(p).sets["hairpin"].elements.size() == 2);
 }

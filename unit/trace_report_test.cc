@@ -382,9 +382,11 @@ TEST_CASE("rule text: every rule we render reads as nft lists it, never as its J
         "@firewall-allow drop",
         "meta l4proto . th dport vmap @service-nodeports",
         "ip daddr @nodeport-ips goto nodeports",
-        "ip daddr set ip daddr . meta l4proto . th dport map @external-cluster-ips goto pick",
+        "ip daddr set ip daddr . meta l4proto . th dport map @external-cluster-ips meta mark set meta mark | 0x00004000 "
+        "goto pick",
+        "ip daddr set ip daddr . meta l4proto . th dport map @local-external-cluster-ips goto pick",
         "ip daddr set meta l4proto . tcp dport map @nodeport-cluster-ips tcp dport set meta l4proto . tcp dport map "
-        "@nodeport-cluster-ports goto pick"})
+        "@nodeport-cluster-ports meta mark set meta mark | 0x00004000 goto pick"})
     CHECK_MESSAGE(texts.count(listed) == 1, listed);
   CHECK(nft::ruleTextFromJson(R"([{"osf":{}}])") == R"([{"osf":{}}])");  // unknown: the JSON itself
 }

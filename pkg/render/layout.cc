@@ -58,7 +58,9 @@ std::vector<SetDecl> tableDeclarations(Family f, const services::NodeConfig& cfg
       {kLocalServiceIPs, {addr, "inet_proto", "inet_service"}, "verdict", ""},
       {kLocalServiceNodePorts, {"inet_proto", "inet_service"}, "verdict", ""},
       {kExternalClusterIPs, {addr, "inet_proto", "inet_service"}, addr, ""},
+      {kLocalExternalClusterIPs, {addr, "inet_proto", "inet_service"}, addr, ""},
       {kNodePortClusterIPs, {"inet_proto", "inet_service"}, addr, ""},
+      {kLocalNodePortClusterIPs, {"inet_proto", "inet_service"}, addr, ""},
       {kNodePortClusterPorts, {"inet_proto", "inet_service"}, "inet_service", ""},
   };
   for (SetDecl& d : backendsMapDeclarations(f)) decls.push_back(std::move(d));
@@ -130,9 +132,13 @@ PartPtr renderBasePart(Family f, const services::NodeConfig& cfg, const services
   services.push_back(makeRule({st::jump(entryChainName(KeySpace::Address))}));
   // After the ClusterIPs' own pick (they are most of the traffic and pay nothing for this): an
   // external address that shares its ClusterIP's slots becomes that ClusterIP (see layout.h).
-  services.push_back(makeRule({st::setFromMap(daddr(f), serviceKeyExpr(f), kExternalClusterIPs),
+  // The eTP=Cluster ones are masqueraded here, as @masquerade-ips does for the others.
+  services.push_back(makeRule({st::setFromMap(daddr(f), serviceKeyExpr(f), kExternalClusterIPs), markMasq,
                                st::goTo(entryChainName(KeySpace::Address))},
-                              "external IPs and LB IPs with their ClusterIP's endpoints"));
+                              "masquerade eTP=Cluster external IPs and LB IPs, on their ClusterIP's endpoints"));
+  services.push_back(makeRule({st::setFromMap(daddr(f), serviceKeyExpr(f), kLocalExternalClusterIPs),
+                               st::goTo(entryChainName(KeySpace::Address))},
+                              "pods and the node to eTP=Local external IPs and LB IPs"));
   // NodePorts: one address test, then the chain of the NodePort address's traffic.
   services.push_back(onNodePortAddress({st::goTo(kNodePortsChain)}));
   std::vector<Rule> nodePorts = {makeRule({st::vmap(nodePortKey, kServiceNodePorts)}),
@@ -143,10 +149,14 @@ PartPtr renderBasePart(Family f, const services::NodeConfig& cfg, const services
   for (const char* proto : {"tcp", "udp"}) {
     Expr dport = ex::payload(proto, "dport");
     Expr key = ex::concat({ex::meta("l4proto"), dport});
-    nodePorts.push_back(makeRule(
-        {st::setFromMap(daddr(f), key, kNodePortClusterIPs), st::setFromMap(dport, key, kNodePortClusterPorts),
-         st::goTo(entryChainName(KeySpace::Address))},
-        std::string(proto) + " NodePorts with their ClusterIP's endpoints"));
+    nodePorts.push_back(makeRule({st::setFromMap(daddr(f), key, kNodePortClusterIPs),
+                                  st::setFromMap(dport, key, kNodePortClusterPorts), markMasq,
+                                  st::goTo(entryChainName(KeySpace::Address))},
+                                 std::string("masquerade eTP=Cluster ") + proto + " NodePorts, on their ClusterIP's endpoints"));
+    nodePorts.push_back(makeRule({st::setFromMap(daddr(f), key, kLocalNodePortClusterIPs),
+                                  st::setFromMap(dport, key, kNodePortClusterPorts),
+                                  st::goTo(entryChainName(KeySpace::Address))},
+                                 std::string("pods and the node to eTP=Local ") + proto + " NodePorts"));
   }
   // In filter-input the destination is local already: upstream leaves out the fib test here.
   Rule nodePortCheck = env.nodePortMatchAll

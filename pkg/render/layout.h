@@ -7,7 +7,8 @@
 //        daddr . l4proto . dport . saddr not in @firewall-allow (interval set of allowed ranges): drop
 //   nat-prerouting / nat-output (dstnat) -> services:
 //        masquerade marks (@cluster-ips from outside the pods, @masquerade-ips/-nodeports for
-//        eTP=Cluster external destinations, the node's own traffic to eTP=Local ones), then
+//        eTP=Cluster external destinations with slots of their own, the node's own traffic to
+//        eTP=Local ones), then
 //        outside traffic to eTP=Local destinations: vmap @local-service-ips / @local-service-nodeports
 //        (return: none local, dropped in filter; continue) then jump pick-local (this node's endpoints),
 //        then everything else: vmap @service-ips on daddr . l4proto . dport (ClusterIPs, external
@@ -18,8 +19,9 @@
 //        endpoints are its ClusterIP's (same endpoint set, plain random pick) has no slots of its
 //        own: `daddr set ... map @external-cluster-ips` (for a NodePort @nodeport-cluster-ips, and
 //        `dport set ... map @nodeport-cluster-ports`) rewrites the first packet to the
-//        ClusterIP:port, then goto pick finds the ClusterIP's slots. The rewrite comes after the
-//        masquerade marks and the eTP=Local maps, which read the packet as it came, and conntrack
+//        ClusterIP:port, marks it for masquerade (eTP=Cluster; eTP=Local ones are in the local-
+//        maps, unmarked), then goto pick finds the ClusterIP's slots. The rewrite comes after the
+//        other masquerade marks and the eTP=Local maps, which read the packet as it came, and conntrack
 //        keeps the tuple as it came, so replies leave from the address and port the client asked for.
 //   nat-postrouting (srcnat) -> masquerading: marked packets, and hairpin pairs in @hairpin
 //   filter-input/forward/output (filter, new conns) -> reject or drop via @no-endpoint-services
@@ -64,8 +66,13 @@ inline const char* kLocalServiceNodePorts = "local-service-nodeports";
 // the first packet to, by daddr . l4proto . dport (external IPs, LB IPs) or l4proto . dport
 // (NodePorts). SCTP NodePorts keep slots of their own: after a stateless port rewrite nothing
 // fixes an SCTP checksum (NAT recomputes it; a payload statement does not).
+// The rule of the eTP=Cluster maps also marks the packet for masquerade (such a destination is in
+// no @masquerade-ips / -nodeports); the local- maps hold eTP=Local destinations, which only pods
+// and the node reach this way (outside traffic took @local-service-ips before), keeping sources.
 inline const char* kExternalClusterIPs = "external-cluster-ips";
+inline const char* kLocalExternalClusterIPs = "local-external-cluster-ips";
 inline const char* kNodePortClusterIPs = "nodeport-cluster-ips";
+inline const char* kLocalNodePortClusterIPs = "local-nodeport-cluster-ips";
 inline const char* kNodePortClusterPorts = "nodeport-cluster-ports";
 
 // "<port name, or number when unnamed>"

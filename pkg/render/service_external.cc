@@ -1,6 +1,7 @@
 // NodePort, external IPs and LoadBalancer IPs, by external traffic policy.
 //  - no endpoints: reject on every destination;
-//  - eTP=Cluster: all endpoints, marked for masquerade through @masquerade-ips / -nodeports;
+//  - eTP=Cluster: all endpoints, marked for masquerade through @masquerade-ips / -nodeports, or on
+//    the ClusterIP's slots by the rewrite's own rule;
 //  - eTP=Local: pods and the node itself take all endpoints (@service-ips / -nodeports; the base
 //    rules mark the node's traffic), outside traffic only this node's (@local-service-ips /
 //    -nodeports); without local endpoints that element is `return`, so outside traffic stays
@@ -58,22 +59,26 @@ void addExternalPaths(PartBuilder& b, const ServiceContext& s, const PortPlan& p
       verdictFor(b, p, noEndpoint, d.dispatchKey, gotoVerdict(kRejectChain));
       continue;
     }
-    if (shared && !d.isNodePort) {
-      b.part.elements.push_back(mapElement(kExternalClusterIPs, d.dispatchKey, ex::addr(s.clusterIP), p.comment));
-    } else if (shared && proto != api::Protocol::SCTP) {
-      b.part.elements.push_back(mapElement(kNodePortClusterIPs, d.dispatchKey, ex::addr(s.clusterIP), p.comment));
-      b.part.elements.push_back(mapElement(kNodePortClusterPorts, d.dispatchKey, ex::number(p.sp.port), p.comment));
+    // On the ClusterIP's slots: the rewrite's rule also marks eTP=Cluster traffic for masquerade.
+    const bool onClusterIPSlots = shared && (!d.isNodePort || proto != api::Protocol::SCTP);
+    if (onClusterIPSlots && !d.isNodePort) {
+      b.part.elements.push_back(mapElement(s.externalLocal ? kLocalExternalClusterIPs : kExternalClusterIPs,
+                                           d.dispatchKey, ex::addr(s.clusterIP), p.comment));
+    } else if (onClusterIPSlots) {
+      b.part.elements.push_back(mapElement(s.externalLocal ? kLocalNodePortClusterIPs : kNodePortClusterIPs,
+                                           d.dispatchKey, ex::addr(s.clusterIP), p.comment));
+      b.part.elements.push_back(mapElement(kNodePortClusterPorts, d.dispatchKey, ex::number(p.sp.port)));
     } else {
       dispatchTo(b, p, all, d.slots, d.dispatchKey, dispatch, *p.all);
     }
-    if (!s.externalLocal) {
-      b.part.elements.push_back(
-          setElement(d.isNodePort ? kMasqueradeNodePorts : kMasqueradeIPs, d.dispatchKey, p.comment));
-    } else if (p.local) {
+    if (s.externalLocal && p.local) {
       dispatchTo(b, p, local, d.slots, d.dispatchKey, localDispatch, *p.local);
-    } else {
+    } else if (s.externalLocal) {
       verdictFor(b, p, localDispatch, d.dispatchKey, nft::returnVerdict());
       verdictFor(b, p, noEndpoint, d.dispatchKey, nft::dropVerdict());
+    } else if (!onClusterIPSlots) {  // on them, the rewrite's rule marks it
+      b.part.elements.push_back(
+          setElement(d.isNodePort ? kMasqueradeNodePorts : kMasqueradeIPs, d.dispatchKey, p.comment));
     }
   }
 }
