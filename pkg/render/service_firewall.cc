@@ -15,10 +15,11 @@ using namespace kpn::nft;
 
 namespace {
 
+int hostPrefixLen(net::Family f) { return f == net::Family::V4 ? 32 : 128; }
+
 // A source as @firewall-allow holds it, and as nft lists it back: a full-length prefix is an address.
 Expr sourceExpr(const net::Cidr& c) {
-  const int full = c.family == net::Family::V4 ? 32 : 128;
-  return c.prefixLen == full ? ex::addr(c.address) : ex::prefix(c.address, c.prefixLen);
+  return c.prefixLen == hostPrefixLen(c.family) ? ex::addr(c.address) : ex::prefix(c.address, c.prefixLen);
 }
 
 bool within(const net::Cidr& inner, const net::Cidr& outer) {
@@ -35,8 +36,10 @@ std::vector<net::Cidr> firewallAllowedSources(const ServiceContext& s) {
     for (const auto& n : s.env.nodeIPs) nodeInRange = nodeInRange || net::contains(r, n);
   if (nodeInRange)
     for (const auto& [ip, isVIP] : s.externalAddrs)
-      if (isVIP) sources.push_back(net::Cidr{s.family == Family::IPv4 ? net::Family::V4 : net::Family::V6, ip,
-                                             s.family == Family::IPv4 ? 32 : 128});
+      if (isVIP) {
+        const net::Family f = s.family == Family::IPv4 ? net::Family::V4 : net::Family::V6;
+        sources.push_back(net::Cidr{f, ip, hostPrefixLen(f)});
+      }
   // The kernel refuses an element that overlaps another of the same destination, and two CIDRs
   // overlap only when one holds the other: keep the widest. (Widest first, then by address, so the
   // order, and with it the transaction, does not depend on how the owner listed them.)
