@@ -266,6 +266,11 @@ class Daemon:
         hz = os.sysconf("SC_CLK_TCK")
         return int(fields[11]) / hz, int(fields[12]) / hz  # utime, stime
 
+    def faults(self):
+        with open("/proc/%d/stat" % self.proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[7])  # minflt (majflt is 0 without swap or file-backed data)
+
     def stop(self):
         if self.proc is not None:
             kill_proc(self.proc)
@@ -397,6 +402,28 @@ def machine_info():
     return info
 
 
+PROBE_MIB = 64  # above glibc's largest mmap threshold (32 MiB): every probe maps fresh memory
+
+
+def first_touch_ms_per_2mib(mib=PROBE_MIB):
+    """What touching memory for the first time costs on this machine right now, in ms per 2 MiB:
+    maps `mib` MiB of fresh anonymous memory and writes one byte per 4 KiB page. On a VM whose
+    freed memory goes back to its host (virtio-balloon free page reporting, as on this machine
+    kind), every such page faults through the host, and that cost changes from minute to minute
+    (1.1 ms per 2 MiB at best seen here, 6-8 ms in the slow mode). A cold start at 50k touches
+    hundreds of MiB (daemon, helper, kernel), so this is printed beside every cold run: a growth
+    ratio whose two sides saw different probes measured the host as much as our code."""
+    import mmap
+    n = mib << 20
+    t = time.monotonic()
+    m = mmap.mmap(-1, n)
+    try:
+        m[::4096] = b"\x01" * (n // 4096)
+        return (time.monotonic() - t) * 1000.0 / (n / (2 * MiB))
+    finally:
+        m.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # Phases
 # ---------------------------------------------------------------------------------------------
@@ -442,18 +469,23 @@ class Bench:
 
     def cold_run(self, label, manifests, keep=False):
         """One cold start. Returns (result dict, daemon, netns) when keep, else result dict."""
+        probe = first_touch_ms_per_2mib()
         d, ns = self.start_daemon(manifests, "cold-" + label)
         try:
             ev = d.next_sync(self.a.cold_timeout)
             wall = (ev["t"] - d.t_start) * 1000.0
             cpu_at_sync = d.cpu_s() if d.proc.poll() is None else (None, None)
+            faults_at_sync = d.faults() if d.proc.poll() is None else None
             r = {"full": ev["full"], "ops": ev["ops"], "render_ms": ev["render_ms"],
                  "diff_ms": ev["diff_ms"], "commit_ms": ev["commit_ms"], "sync_ms": sync_total(ev),
                  # The commit ends after_ms before the `sync done` line (the bookkeeping after it,
                  # pkg/sync/syncer.cc): from then on packets see the rules.
                  "wall_ms": wall, "after_ms": ev["after_ms"], "rules_in_ms": wall - ev["after_ms"],
                  "read_ms": wall - ev["after_ms"] - sync_total(ev),
-                 "cpu_user_s": cpu_at_sync[0], "cpu_sys_s": cpu_at_sync[1]}
+                 "cpu_user_s": cpu_at_sync[0], "cpu_sys_s": cpu_at_sync[1],
+                 # first-touch cost just before the start, and the daemon's own page faults up to
+                 # its first sync (the helper's and the kernel's memory are not in it)
+                 "probe_ms_per_2mib": probe, "minflt_at_sync": faults_at_sync}
             if not d.pid_is_daemon():
                 r["note"] = "pid %d is not the binary; RSS may be wrong" % d.proc.pid
             time.sleep(self.a.settle)
@@ -536,7 +568,9 @@ class Bench:
             say("  WARNING: nftables event listeners during the floor of %s: %s" % (label, ", ".join(listeners)))
         for key, env, what in (("runs", None, "nft -f"), ("thp_runs", MALLOC_TUNABLES_ENV, "nft -f, our malloc")):
             try:
+                probe = first_touch_ms_per_2mib()
                 u = self.nft_load(path, env)
+                u["probe_ms_per_2mib"] = probe
             except (RuntimeError, subprocess.TimeoutExpired) as ex:
                 self.error("floor %s (%s)" % (label, what), ex)
                 return
@@ -545,8 +579,8 @@ class Bench:
             prefix = "median_" if key == "runs" else "median_thp_"
             res[prefix + "wall_ms"] = med([x["wall_ms"] for x in runs])
             res[prefix + "maxrss_mib"] = med([x["maxrss_mib"] for x in runs])
-            say("  floor %-8s run %d: %-18s %8.1f ms (user %.2f s, sys %.2f s, peak RSS %.1f MiB)"
-                % (label, len(runs), what, u["wall_ms"], u["user_s"], u["sys_s"], u["maxrss_mib"]))
+            say("  floor %-8s run %d: %-18s %8.1f ms (user %.2f s, sys %.2f s, peak RSS %.1f MiB; first touch %.2f ms/2MiB)"
+                % (label, len(runs), what, u["wall_ms"], u["user_s"], u["sys_s"], u["maxrss_mib"], probe))
 
     def cold_rounds(self, variants, n, e, runs, floors=()):
         """Cold runs of several (label, state dir, binary) variants taken in turns, so that the
@@ -573,6 +607,54 @@ class Bench:
                 say_cold(label, i, r)
         for label, _, _ in variants:
             summarize_cold(self.results["cold"][label])
+
+    def growth_rounds(self, sizes, rounds):
+        """The growth targets (cold 30k / 10k, 50k / 10k) as paired rounds: each round takes one
+        floor and one cold start of every size, back to back, in an order that rotates from round
+        to round, and each ratio is this round's big cold sync over this round's 10k one. The
+        target is the median of the rounds' ratios. Sizes measured minutes apart saw different
+        hosts (first_touch_ms_per_2mib): one run at 50k read 8.4 s, the next 4.9 s, same code.
+        sizes: [(label, services, endpoints, state dir, floor script)], the smallest first; its
+        cold runs are stored as "<label>-growth" (the 10k target against the floor keeps its own
+        interleaved runs), the bigger ones under their own labels."""
+        base = sizes[0][0]
+        key = lambda lab: lab + "-growth" if lab == base else lab  # noqa: E731
+        for lab, n, e, _, _ in sizes:
+            self.results["cold"].setdefault(key(lab), {"services": n, "endpoints_per_service": e, "runs": []})
+        G = self.results["growth"] = {"base": base, "labels": [s[0] for s in sizes], "rounds": []}
+        for i in range(rounds):
+            order = sizes[i % len(sizes):] + sizes[:i % len(sizes)]
+            got = {}
+            for lab, n, e, state_dir, floor in order:
+                res = self.results["cold"][key(lab)]
+                self.floor_run(key(lab), floor)
+                if res.get("failed"):
+                    continue
+                r = self.cold_run(lab, state_dir)
+                if r is None:
+                    res["failed"] = True
+                    continue
+                res["runs"].append(r)
+                say_cold(key(lab), len(res["runs"]) - 1, r)
+                fl = self.results["floor"].get(key(lab), {}).get("runs") or [{}]
+                got[lab] = {"sync_ms": r["sync_ms"], "probe_ms_per_2mib": r["probe_ms_per_2mib"],
+                            "floor_ms": fl[-1].get("wall_ms"), "floor_probe_ms_per_2mib": fl[-1].get("probe_ms_per_2mib")}
+            G["rounds"].append(got)
+            if base in got:
+                say("  growth round %d: %s" % (i + 1, ", ".join(
+                    "%s / %s %.3f (floor %s)" % (lab, base, got[lab]["sync_ms"] / got[base]["sync_ms"],
+                                                 fmt(ratio_or_none(got[lab]["floor_ms"], got[base]["floor_ms"]), 3))
+                    for lab, _, _, _, _ in sizes[1:] if lab in got)))
+        for lab, _, _, _, _ in sizes:
+            summarize_cold(self.results["cold"][key(lab)])
+        G["ratios"] = {}
+        for lab, _, _, _, _ in sizes[1:]:
+            paired = [g for g in G["rounds"] if lab in g and base in g]
+            xs = [g[lab]["sync_ms"] / g[base]["sync_ms"] for g in paired]
+            fs = [ratio_or_none(g[lab]["floor_ms"], g[base]["floor_ms"]) for g in paired]
+            fs = [f for f in fs if f is not None]
+            G["ratios"][lab] = {"rounds": xs, "median": med(xs) if xs else None,
+                                "floor_rounds": fs, "floor_median": med(fs) if fs else None}
 
     def nft_load(self, path, env=None):
         ns = netns_create()
@@ -779,10 +861,15 @@ def batch_elements(text, per=1000):
     return "\n".join(out) + "\n"
 
 
+def ratio_or_none(a, b):
+    return a / b if a is not None and b else None
+
+
 def say_cold(label, i, r):
     say("  cold %-8s run %d: sync %8.1f ms (render %.1f, diff %.1f, commit %.1f), wall %8.1f ms, "
-        "ops %d, RSS %.1f MiB" % (label, i + 1, r["sync_ms"], r["render_ms"], r["diff_ms"],
-                                  r["commit_ms"], r["wall_ms"], r["ops"], r["rss_mib"]))
+        "ops %d, RSS %.1f MiB; first touch before it %.2f ms/2MiB"
+        % (label, i + 1, r["sync_ms"], r["render_ms"], r["diff_ms"], r["commit_ms"], r["wall_ms"], r["ops"],
+           r["rss_mib"], r.get("probe_ms_per_2mib") or float("nan")))
 
 
 def summarize_cold(res):
@@ -910,6 +997,34 @@ def report_flat(R):
               ["<"] + [">"] * 5))
 
 
+def report_growth(R):
+    """The growth rounds one by one: each size's cold sync and floor, the first-touch probe before
+    each, and the round's ratios to the smallest size."""
+    G = R.get("growth") or {}
+    base = G.get("base")
+    if not G.get("rounds") or not base:
+        return
+    labels = G["labels"]
+    rows = []
+    for i, g in enumerate(G["rounds"]):
+        for lab in labels:
+            if lab not in g:
+                continue
+            x = g[lab]
+            rows.append([str(i + 1), lab, fmt(x["sync_ms"]), fmt(x["probe_ms_per_2mib"], 2),
+                         fmt(ratio_or_none(x["sync_ms"], (g.get(base) or {}).get("sync_ms")), 3) if lab != base else "",
+                         fmt(x["floor_ms"]), fmt(x["floor_probe_ms_per_2mib"], 2),
+                         fmt(ratio_or_none(x["floor_ms"], (g.get(base) or {}).get("floor_ms")), 3) if lab != base else ""])
+    for lab, r in (G.get("ratios") or {}).items():
+        rows.append(["med", lab, "", "", fmt(r["median"], 3), "", "", fmt(r["floor_median"], 3)])
+    say("")
+    say("== Growth: paired rounds (each round a floor and a cold sync of every size, back to back; ms) ==")
+    say("   first touch = ms to fault in 2 MiB of fresh memory just before the run (this VM hands freed")
+    say("   memory back to its host, so the cost of new memory changes from minute to minute)")
+    say(table(["round", "state", "sync", "first touch", "/ %s" % base, "floor", "first touch", "floor / %s" % base],
+              rows, ["<", "<", ">", ">", ">", ">", ">", ">"]))
+
+
 def rules_in(m):
     """Process start -> the first commit's end, when packets see the rules (a result or median);
     a baseline binary whose log line has no after_ms gives its wall."""
@@ -965,12 +1080,23 @@ def issue27_targets(R, labels):
     target("cold %s start -> rules in (first traffic) / floor" % big, ratio(g(big, "rules_in_ms"), f10), "<=", 1.3,
            "reading + decoding the manifests %s ms, then the sync %s ms" % (fmt(g(big, "read_ms"), 0),
                                                                           fmt(g(big, "sync_ms"), 0)))
+    G = R.get("growth") or {}
+    gb = G.get("base", big)
     for lab, limit in ((flat_big, 3.2), ("50kx10", 5.3)):
-        why = "growth %s -> %s: render %sx, diff %sx, commit %sx; the floor itself %sx" % (
-            big, lab, *(fmt(ratio(g(lab, f), g(big, f)), 2) for f in ("render_ms", "diff_ms", "commit_ms")),
-            fmt(ratio(fl(lab), f10), 2))
-        target("cold %s / cold %s (sync)" % (lab, big), ratio(g(lab, "sync_ms"), g(big, "sync_ms")), "<=", limit,
-               why, "not run (make bench BENCH_SIZES=50k)" if lab == "50kx10" else "not measured")
+        gr = (G.get("ratios") or {}).get(lab) or {}
+        rounds = [g for g in G.get("rounds", []) if lab in g and gb in g]
+        base_lab = gb + "-growth"
+        why = ("rounds %s (first touch %s ms/2MiB); growth %s: render %sx, diff %sx, commit %sx; the floor "
+               "itself %sx" % (
+                   ", ".join(fmt(x, 2) for x in gr.get("rounds", [])),
+                   ", ".join("%s/%s" % (fmt(g[gb]["probe_ms_per_2mib"], 1), fmt(g[lab]["probe_ms_per_2mib"], 1))
+                             for g in rounds),
+                   "%s -> %s" % (gb, lab),
+                   *(fmt(ratio(g(lab, f), g(base_lab, f)), 2) for f in ("render_ms", "diff_ms", "commit_ms")),
+                   fmt(gr.get("floor_median"), 2)))
+        target("cold %s / cold %s (sync; median of %d paired rounds)" % (lab, gb, len(gr.get("rounds", []))),
+               gr.get("median"), "<=", limit, why,
+               "not run (make bench BENCH_SIZES=50k)" if lab == "50kx10" else "not measured")
     target("peak RSS at 50kx10 (MiB, the daemon's VmHWM)", g("50kx10", "hwm_mib"), "<=", 450.0,
            "pod peak (daemon + helper + page cache) %s MiB" % fmt(g("50kx10", "pod_peak_mib"), 0),
            "not run (make bench BENCH_SIZES=50k)")
@@ -1076,6 +1202,7 @@ def report(b, labels, extra_labels=()):
     api_bench.report_api(R, say, table, fmt)
     datapath_bench.report(R.get("datapath"), say, table)
     report_floor(R, labels[1])
+    report_growth(R)
 
     # Targets
     say("")
@@ -1263,10 +1390,22 @@ def main():
         st0, d0 = b.gen(l0, n1, e1, a.probes)
         st4, d4 = b.gen(l4, 3 * n2, e2, a.probes)
         flat = [(l0, st0, d0, "changes_small", a.binary), (l4, st4, d4, "changes_huge", a.binary)]
-        b.floor_run(l4, b.floor_script(d4, l4))  # the same cold start's floor, for the growth
-        # Two cold runs of the big flat size before its change series' own: the 30k / 10k target
-        # is a median, as the 10k side is (one run at 30k read a single draw of this VM's memory).
-        b.cold_rounds([(l4, d4, a.binary)], 3 * n2, e2, 2)
+        # Growth, before the 30k series changes its files: paired rounds of cold starts at 10k, 30k
+        # and the BENCH_SIZES, each with its floor (growth_rounds says why paired).
+        say("-- growth: %d rounds of a floor and a cold sync at %s, in turns"
+            % (a.repeat_big, ", ".join([l2, l4] + ["%dkx%d" % (n // 1000, e2) for n in a.sizes])))
+        stg, dg = b.gen(l2 + "-growth", n2, e2, a.probes)
+        grow = [(l2, n2, e2, dg, b.floor_script(dg, l2 + "-growth")), (l4, 3 * n2, e2, d4, b.floor_script(d4, l4))]
+        for n in a.sizes:
+            lab = "%dkx%d" % (n // 1000, e2)
+            stn, dn = b.gen(lab, n, e2, a.probes)
+            grow.append((lab, n, e2, dn, b.floor_script(dn, lab)))
+            b.results.setdefault("extra_sizes", []).append(lab)
+        b.growth_rounds(grow, a.repeat_big)
+        for lab, _, _, d, floor in grow:
+            os.unlink(floor)
+            if d != d4:
+                shutil.rmtree(d, ignore_errors=True)
         b.change_phases(flat)
         for _, _, d, _, _ in flat:
             shutil.rmtree(d, ignore_errors=True)
@@ -1279,18 +1418,6 @@ def main():
         st3, d3 = b.gen(l3, n3, e3, a.probes)
         b.cold_phase(l3, n3, e3, a.repeat_big, d3)
         shutil.rmtree(d3, ignore_errors=True)
-
-        # Bigger clusters on request (BENCH_SIZES=50k: minutes of generating and loading each).
-        for n in a.sizes:
-            lab = "%dkx%d" % (n // 1000, e2)
-            say("-- %s: a cold sync and its nft -f floor" % lab)
-            stn, dn = b.gen(lab, n, e2, a.probes)
-            b.floor_run(lab, b.floor_script(dn, lab))
-            # As many cold runs as the 10k side: the 50k / 10k target is a median (one run at 50k
-            # read a single draw of this VM's memory: 5.8 s in one run, 9.8 s in the next).
-            b.cold_phase(lab, n, e2, a.repeat_big, dn)
-            shutil.rmtree(dn, ignore_errors=True)
-            b.results.setdefault("extra_sizes", []).append(lab)
 
         if a.datapath_rounds:
             say("-- data path at %s: new TCP connections and UDP flows per second (bench/datapath_bench.py)" % l2)
@@ -1317,7 +1444,8 @@ def main():
     b.results["duration_s"] = time.monotonic() - t_begin
     report(b, [s[0] for s in sizes], [sizes[1][0] + "-ext", sizes[1][0] + "-base"] +
            [sizes[1][0] + suffix for suffix, _, _, _ in FEATURE_VARIANTS] +
-           (b.results.get("flat_labels") or [None, None, None])[2:] + b.results.get("extra_sizes", []))
+           (b.results.get("flat_labels") or [None, None, None])[2:] + b.results.get("extra_sizes", []) +
+           [sizes[1][0] + "-growth"])
     say("")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
