@@ -47,6 +47,12 @@ import datapath_bench  # noqa: E402
 
 SYNC_RE = re.compile(r"sync done full=(\d+) ops=(\d+) render_ms=([0-9.]+) diff_ms=([0-9.]+) "
                      r"commit_ms=([0-9.]+)(?: after_ms=([0-9.]+))?")
+# The helper's line for a big transaction (nft/kernel/nft_helper.cc): how long making its heap
+# present took, i.e. this VM's first-touch cost for exactly the memory the commit needs, and how
+# much of that the commit waited for (all of it, unless the cold start announced the transaction
+# before rendering and the helper did it meanwhile).
+POPULATE_RE = re.compile(r"made (\d+) MiB of heap present (?:for a transaction of \d+ KiB in (\d+) ms|"
+                         r"ahead of the transaction in (\d+) ms \(waited (\d+) ms)")
 MiB = 1024.0 * 1024.0
 
 # ---------------------------------------------------------------------------------------------
@@ -182,6 +188,7 @@ class Daemon:
         self.proc = None
         self.t_start = None
         self.rusage = None
+        self.populate = None  # the helper's first heap populate, when the log shows one
 
     def start(self):
         self.log = open(self.log_path, "w")
@@ -210,6 +217,11 @@ class Daemon:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self.log.write(line + "\n")
             self.tail.append(line)
+            p = POPULATE_RE.search(line) if self.populate is None else None
+            if p:
+                took = float(p.group(2) or p.group(3))
+                self.populate = {"mib": int(p.group(1)), "ms": took,
+                                 "waited_ms": took if p.group(2) else float(p.group(4))}
             m = SYNC_RE.search(line)
             if m:
                 self.events.put({"t": t, "full": int(m.group(1)), "ops": int(m.group(2)),
@@ -486,6 +498,9 @@ class Bench:
                  # first-touch cost just before the start, and the daemon's own page faults up to
                  # its first sync (the helper's and the kernel's memory are not in it)
                  "probe_ms_per_2mib": probe, "minflt_at_sync": faults_at_sync}
+            if d.populate:  # read before the sync line: the helper logs it before it answers
+                r["populate_ms"], r["populate_mib"] = d.populate["ms"], d.populate["mib"]
+                r["populate_waited_ms"] = d.populate["waited_ms"]
             if not d.pid_is_daemon():
                 r["note"] = "pid %d is not the binary; RSS may be wrong" % d.proc.pid
             time.sleep(self.a.settle)
@@ -638,6 +653,8 @@ class Bench:
                 say_cold(key(lab), len(res["runs"]) - 1, r)
                 fl = self.results["floor"].get(key(lab), {}).get("runs") or [{}]
                 got[lab] = {"sync_ms": r["sync_ms"], "probe_ms_per_2mib": r["probe_ms_per_2mib"],
+                            "populate_ms": r.get("populate_ms"), "populate_mib": r.get("populate_mib"),
+                            "populate_waited_ms": r.get("populate_waited_ms"),
                             "floor_ms": fl[-1].get("wall_ms"), "floor_probe_ms_per_2mib": fl[-1].get("probe_ms_per_2mib")}
             G["rounds"].append(got)
             if base in got:
@@ -867,9 +884,12 @@ def ratio_or_none(a, b):
 
 def say_cold(label, i, r):
     say("  cold %-8s run %d: sync %8.1f ms (render %.1f, diff %.1f, commit %.1f), wall %8.1f ms, "
-        "ops %d, RSS %.1f MiB; first touch before it %.2f ms/2MiB"
+        "ops %d, RSS %.1f MiB; first touch before it %.2f ms/2MiB%s"
         % (label, i + 1, r["sync_ms"], r["render_ms"], r["diff_ms"], r["commit_ms"], r["wall_ms"], r["ops"],
-           r["rss_mib"], r.get("probe_ms_per_2mib") or float("nan")))
+           r["rss_mib"], r.get("probe_ms_per_2mib") or float("nan"),
+           "; helper heap %d MiB present in %.0f ms (the commit waited %.0f)"
+           % (r["populate_mib"], r["populate_ms"], r["populate_waited_ms"])
+           if r.get("populate_ms") is not None else ""))
 
 
 def summarize_cold(res):
@@ -1011,18 +1031,24 @@ def report_growth(R):
             if lab not in g:
                 continue
             x = g[lab]
+            pop = x.get("populate_ms")
             rows.append([str(i + 1), lab, fmt(x["sync_ms"]), fmt(x["probe_ms_per_2mib"], 2),
+                         "-" if pop is None else "%s (%s), waited %s" % (
+                             fmt(pop, 0), fmt(pop / (x["populate_mib"] / 2.0), 2), fmt(x.get("populate_waited_ms"), 0)),
                          fmt(ratio_or_none(x["sync_ms"], (g.get(base) or {}).get("sync_ms")), 3) if lab != base else "",
                          fmt(x["floor_ms"]), fmt(x["floor_probe_ms_per_2mib"], 2),
                          fmt(ratio_or_none(x["floor_ms"], (g.get(base) or {}).get("floor_ms")), 3) if lab != base else ""])
     for lab, r in (G.get("ratios") or {}).items():
-        rows.append(["med", lab, "", "", fmt(r["median"], 3), "", "", fmt(r["floor_median"], 3)])
+        rows.append(["med", lab, "", "", "", fmt(r["median"], 3), "", "", fmt(r["floor_median"], 3)])
     say("")
     say("== Growth: paired rounds (each round a floor and a cold sync of every size, back to back; ms) ==")
     say("   first touch = ms to fault in 2 MiB of fresh memory just before the run (this VM hands freed")
-    say("   memory back to its host, so the cost of new memory changes from minute to minute)")
-    say(table(["round", "state", "sync", "first touch", "/ %s" % base, "floor", "first touch", "floor / %s" % base],
-              rows, ["<", "<", ">", ">", ">", ">", ">", ">"]))
+    say("   memory back to its host, so the cost of new memory changes from minute to minute); heap = the")
+    say("   libnftables helper making its heap present for the transaction, ms (ms per 2 MiB): the same cost")
+    say("   for exactly the memory the commit parses into; waited = the part the commit waited for (announced")
+    say("   before render, the rest ran meanwhile)")
+    say(table(["round", "state", "sync", "first touch", "heap", "/ %s" % base, "floor", "first touch",
+               "floor / %s" % base], rows, ["<", "<", ">", ">", ">", ">", ">", ">", ">"]))
 
 
 def rules_in(m):

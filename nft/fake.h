@@ -21,6 +21,9 @@ class FakeRunner : public Runner {
   RunResult deleteTable(Family f, const std::string& table) override;
   std::optional<uint32_t> generation(std::string* error) override;
   std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables, std::string* error) override;
+  void expectTransaction(size_t ops) override { announced.push_back(ops); }
+
+  std::vector<size_t> announced;  // expectTransaction() calls, in order
 
   int commits = 0;         // successful non-empty commits
   int declarations = 0;    // declareStatic() calls (each one a transaction of its own)

@@ -48,6 +48,10 @@ class Runner {
   virtual std::optional<uint32_t> generation(std::string* error) = 0;
   virtual std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables,
                                                                     std::string* error) = 0;
+  // A hint, before the transaction is built: a commit of about `ops` operations comes next (a
+  // cold start into empty tables). The real runner has its helper make the memory for it ready
+  // meanwhile; nothing reaches the kernel.
+  virtual void expectTransaction(size_t ops) { (void)ops; }
 
   // Told the generation of each change this runner made, whenever that is certain: the generation
   // read just before the call and just after it moved by exactly one. This is how the table monitor

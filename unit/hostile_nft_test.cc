@@ -149,6 +149,9 @@ TEST_CASE("helper protocol: requests and answers round-trip; malformed ones are 
   CHECK(buf == "{\"nftables\":[]}");
   REQUIRE(decodeNftRequest(encodeNftRequest(NftOp::Check, "{}"), &op, &buf));  // the dry-run op
   CHECK((op == NftOp::Check));
+  REQUIRE(decodeNftRequest(encodeNftRequest(NftOp::Prepare, "2500000"), &op, &buf));  // a cold commit's announcement
+  CHECK((op == NftOp::Prepare));
+  CHECK(buf == "2500000");
   CHECK_FALSE(decodeNftRequest("", &op, &buf));
   CHECK_FALSE(decodeNftRequest("xabc", &op, &buf));
   NftAnswer a{false, "out", "Error: No such file or directory"};

@@ -4,9 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <system_error>
+#include <thread>
 
 // Linux 5.14; older headers lack the name.
 #ifndef MADV_POPULATE_WRITE
@@ -33,28 +36,92 @@ size_t heapToPopulateFor(size_t jsonBytes) {
   return jsonBytes * kHeapPerJsonByte;
 }
 
-bool populateHeap(size_t bytes) {
+namespace {
+
+struct PageRange {
+  uintptr_t start = 0, end = 0;
+};
+
+// Grows the heap's free top to hold `bytes`; the whole pages of that free block.
+std::optional<PageRange> growHeapTop(size_t bytes) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   (void)bytes;
-  return false;  // a sanitizer's allocator has no brk heap to grow
+  return std::nullopt;  // a sanitizer's allocator has no brk heap to grow
 #else
-  if (bytes == 0 || bytes > kMaxPopulateBytes) return false;
+  if (bytes == 0 || bytes > kMaxPopulateBytes) return std::nullopt;
   // Freed, the block joins the heap's top, and stays there: a trim would hand it straight back.
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
   // From brk, where libnftables' small allocations will find it, not from an mmap of its own.
   mallopt(M_MMAP_MAX, 0);
   void* block = std::malloc(bytes);
   mallopt(M_MMAP_MAX, kGlibcDefaultMmapMax);
-  if (!block) return false;
+  if (!block) return std::nullopt;
   // The block's whole pages (its first bytes become the free chunk's header, which the populate
   // leaves as they are anyway: it writes nothing).
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t start = (reinterpret_cast<uintptr_t>(block) + page - 1) & ~(page - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(block) + bytes) & ~(page - 1);
   std::free(block);
-  if (end <= start) return false;
-  return madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_WRITE) == 0;
+  if (end <= start) return std::nullopt;
+  return PageRange{start, end};
 #endif
+}
+
+bool makePresent(const PageRange& r) {
+  return madvise(reinterpret_cast<void*>(r.start), r.end - r.start, MADV_POPULATE_WRITE) == 0;
+}
+
+long long msBetween(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+}  // namespace
+
+bool populateHeap(size_t bytes) {
+  std::optional<PageRange> pages = growHeapTop(bytes);
+  return pages && makePresent(*pages);
+}
+
+struct BackgroundPopulate::Run {
+  PageRange pages;
+  std::chrono::steady_clock::time_point started, ended;
+  bool ok = false;
+  std::thread thread;
+};
+
+BackgroundPopulate::BackgroundPopulate() = default;
+BackgroundPopulate::~BackgroundPopulate() { finish(); }
+
+bool BackgroundPopulate::start(size_t bytes) {
+  if (run_) return false;
+  std::optional<PageRange> pages = growHeapTop(bytes);
+  if (!pages) return false;
+  auto run = std::make_unique<Run>();
+  run->pages = *pages;
+  run->started = std::chrono::steady_clock::now();
+  Run* r = run.get();
+  try {
+    r->thread = std::thread([r] {
+      r->ok = makePresent(r->pages);
+      r->ended = std::chrono::steady_clock::now();
+    });
+  } catch (const std::system_error&) {
+    return false;  // no thread: the transaction's own populate (or its page faults) does the work
+  }
+  run_ = std::move(run);
+  return true;
+}
+
+std::optional<BackgroundPopulate::Done> BackgroundPopulate::finish() {
+  if (!run_) return std::nullopt;
+  const auto waitFrom = std::chrono::steady_clock::now();
+  run_->thread.join();
+  Done d;
+  d.bytes = run_->ok ? run_->pages.end - run_->pages.start : 0;
+  d.tookMs = msBetween(run_->started, run_->ended);
+  d.waitedMs = run_->ended > waitFrom ? msBetween(waitFrom, run_->ended) : 0;
+  run_.reset();
+  return d;
 }
 
 void releasePopulatedHeap() {

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <optional>
 
 namespace kpn::nft {
 
@@ -21,6 +23,33 @@ size_t heapToPopulateFor(size_t jsonBytes);
 // Returns false when the kernel or the allocator refused (the parse then faults its pages in as
 // before) and under a sanitizer, whose allocator has no brk heap.
 bool populateHeap(size_t bytes);
+
+// populateHeap in the background, for a transaction announced before it arrives: the heap's top
+// is grown on the calling thread (the main arena's, where libnftables' allocations land; a
+// malloc on another thread would take another arena), and a thread of its own makes the pages
+// present while the caller goes on reading the transaction in. Making a page present writes
+// nothing, so memory the caller's mallocs take from that top meanwhile is safe.
+class BackgroundPopulate {
+ public:
+  BackgroundPopulate();
+  ~BackgroundPopulate();  // waits for the thread
+  BackgroundPopulate(const BackgroundPopulate&) = delete;
+  BackgroundPopulate& operator=(const BackgroundPopulate&) = delete;
+
+  // False when one runs already, under a sanitizer, or when the heap could not grow.
+  bool start(size_t bytes);
+  struct Done {
+    size_t bytes = 0;         // made present (0: the kernel refused)
+    long long tookMs = 0;     // from start() to the last page
+    long long waitedMs = 0;   // of that, how long finish() waited
+  };
+  // Waits for the thread; nullopt when none was started since the last finish().
+  std::optional<Done> finish();
+
+ private:
+  struct Run;
+  std::unique_ptr<Run> run_;
+};
 
 // After the transaction: glibc trims its heap again, and gives back what the transaction left
 // free (a helper kept for the next call would otherwise hold its peak for good).

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -96,7 +97,8 @@ class Contexts {
       case NftOp::Commit: return commit_;
       case NftOp::List: return list_;
       case NftOp::Check: return check_;
-      case NftOp::Native: break;
+      case NftOp::Native:
+      case NftOp::Prepare: break;  // serve() answers a Prepare itself; never run on a context
     }
     return native_;
   }
@@ -140,6 +142,29 @@ bool populateFor(size_t jsonBytes) {
   return true;
 }
 
+// A Prepare request: the heap for the announced transaction, made present in the background
+// while the daemon renders and the transaction is read in. Only a hint: the answer is always ok.
+NftAnswer prepare(const std::string& jsonBytesText, BackgroundPopulate& ahead) {
+  NftAnswer a;
+  a.ok = true;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long jsonBytes = std::strtoull(jsonBytesText.c_str(), &end, 10);
+  if (jsonBytesText.empty() || *end != '\0' || errno == ERANGE) return a;
+  if (jsonBytes > kPopulateAboveJsonBytes) ahead.start(heapToPopulateFor(jsonBytes));
+  return a;
+}
+
+// Before any other request: the background populate a Prepare started is over (the request's
+// allocations then find the heap ready). The bytes it made present (given back after the answer).
+size_t finishAhead(BackgroundPopulate& ahead) {
+  std::optional<BackgroundPopulate::Done> d = ahead.finish();
+  if (!d || d->bytes == 0) return 0;
+  LOG(INFO) << "nft helper: made " << (d->bytes >> 20) << " MiB of heap present ahead of the transaction in "
+            << d->tookMs << " ms (waited " << d->waitedMs << " ms for it)";
+  return d->bytes;
+}
+
 int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
   // Alone with its socket: no inherited listening sockets or connections of the daemon.
   ::close_range(kFd + 1, ~0U, 0);
@@ -163,14 +188,24 @@ int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
   contexts.warm();
   std::string frame, buffer;
   NftOp op;
+  BackgroundPopulate ahead;
   while (readFrame(kFd, &frame, kMaxRequestBytes)) {
     NftAnswer a;
     bool populated = false;
     if (!decodeNftRequest(frame, &op, &buffer)) {
       a.error = "nft helper: malformed request";
+    } else if (op == NftOp::Prepare) {
+      a = prepare(buffer, ahead);
     } else {
-      populated = (op == NftOp::Commit || op == NftOp::Check) && buffer.size() > kPopulateAboveJsonBytes &&
-                  populateFor(buffer.size());
+      const size_t present = finishAhead(ahead);
+      populated = present > 0;
+      // Unannounced, or announced well short of its size: the rest is made present now. (Short
+      // by less, the last pages fault in as the parse reaches them: a second populate would
+      // find the heap's top taken by the request's own buffers and grow it anew.)
+      const size_t needed = (op == NftOp::Commit || op == NftOp::Check) && buffer.size() > kPopulateAboveJsonBytes
+                                ? heapToPopulateFor(buffer.size())
+                                : 0;
+      if (needed > present + needed / 4) populated = populateFor(buffer.size()) || populated;
       a = contexts.run(op, buffer);
     }
     if (!writeFrame(kFd, encodeNftAnswer(a))) return 1;
@@ -188,7 +223,7 @@ std::string encodeNftRequest(NftOp op, const std::string& buffer) { return stati
 bool decodeNftRequest(const std::string& frame, NftOp* op, std::string* buffer) {
   if (frame.empty()) return false;
   char c = frame[0];
-  if (c != 'c' && c != 'l' && c != 'n' && c != 'k') return false;
+  if (c != 'c' && c != 'l' && c != 'n' && c != 'k' && c != 'p') return false;
   *op = static_cast<NftOp>(c);
   buffer->assign(frame, 1, std::string::npos);
   return true;

@@ -24,6 +24,10 @@ enum class NftOp : char {
   List = 'l',    // JSON list command (its own context); the answer carries the output
   Native = 'n',  // native syntax (start-up declarations, table deletion)
   Check = 'k',   // JSON transaction on a dry-run context: the kernel validates it, nothing applies
+  // A hint: a transaction of about this many bytes of JSON (decimal) comes next. The helper makes
+  // heap present for it in the background (heap_populate.h) and answers at once; the next request
+  // of any kind waits for that. Nothing reaches the kernel.
+  Prepare = 'p',
 };
 
 struct NftAnswer {

@@ -39,6 +39,9 @@ class NftRunner : public Runner {
   RunResult declareStatic(const Ruleset& rs) override;
   RunResult list(Family f, const std::string& table, ListedTable* out) override;
   RunResult deleteTable(Family f, const std::string& table) override;
+  // A Prepare request (NftOp::Prepare) when the transaction is big enough for the helper to
+  // populate its heap: then that happens while the daemon renders, not after the JSON arrived.
+  void expectTransaction(size_t ops) override;
   // Read in this process over a plain netlink socket: no libnftables, no cache.
   std::optional<uint32_t> generation(std::string* error) override { return readGeneration(error); }
   std::optional<std::map<TableId, TableCounts>> tableCounts(const std::vector<TableId>& tables,

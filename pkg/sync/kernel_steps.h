@@ -33,6 +33,7 @@ class KernelSteps {
   bool fingerprintDiffers();
   uint64_t fingerprintMismatches() const { return fingerprintMismatches_; }
 
+  void expectTransaction(size_t ops) { runner_.expectTransaction(ops); }
   nft::RunResult commit(const nft::Transaction& txn) { return runner_.commit(txn); }
   nft::RunResult check(const nft::Transaction& txn) { return runner_.check(txn); }
   // After a commit of ours that landed: the fingerprint to compare with from now on, when the

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "pkg/sync/clock.h"
+#include "pkg/sync/transaction_estimate.h"
 
 namespace kpn::sync {
 
@@ -70,6 +71,10 @@ std::optional<SyncStats> Syncer::attempt(const state::ClusterState& st, bool cho
     listener_->syncFailed("cannot list our tables");
     return SyncStats{};
   }
+  // Into (nearly) empty tables the commit is the whole state (a cold start): announced now, the
+  // helper readies the memory for it while we render and diff.
+  if (base->kind != PlanBase::Kind::Committed && !choicesOnly)
+    if (size_t ops = operationsToFill(st, base->listed); ops > nft::Runner::kBigCommitOps) kernel_.expectTransaction(ops);
   static const std::set<std::string> kNoChanges;  // choices only: the renderer re-renders the chosen services
   PlanRequest req;
   req.changed = mode_ != Mode::Incremental ? nullptr : choicesOnly ? &kNoChanges : &pending_;
