@@ -430,34 +430,35 @@ def test_the_event_storm_of_our_own_big_commit_is_not_taken_for_outside_damage(l
 
 
 def test_a_cold_start_into_an_empty_table_has_the_helper_ready_its_memory_while_it_renders(lab):
-    """Into an empty table the first commit is the whole state. The daemon announces it to its
-    libnftables helper before it renders (issue 27): the helper makes the heap for the
-    transaction present in the background, where it took a third of the commit at 50k services,
-    and the commit finds it ready. Changes, and a restart over the full table, announce nothing."""
+    """Into an empty table the first commit is the whole state. When it is big (over 16 MiB of
+    JSON, ~20k services and up), the daemon announces it to its libnftables helper before it
+    renders (issue 27): the helper makes the heap for the transaction present in the background,
+    where it took a third of the commit at 50k services, and the commit finds it ready. Changes,
+    and a restart over the full table, announce nothing."""
     client = lab.add_pod("client")
     eps = lab.add_backends(2, tcp=[8080], udp=[])
     m = lab.manifests
     m.write("node.yaml", node_object())
     m.write("web.yaml", svc_files("web", "10.96.1.54", eps[:1]))
     bulk = []
-    for i in range(7000):  # 35k operations, ~2.5 MB of JSON: over the helper's 2 MiB threshold
+    for i in range(50000):  # 250k operations, ~18 MB of JSON: over the runner's 16 MiB threshold
         bulk += [service(f"bulk{i}", HTTP, [f"10.96.{40 + i // 250}.{1 + i % 250}"]),
                  endpoint_slice(f"bulk{i}", [f"10.245.{i // 250}.{1 + i % 250 + j}" for j in range(4)],
                                 HTTP_SLICE)]
     m.write("bulk.json", bulk)
     d = lab.start_daemon(sync_flags=["--min-sync-period=0s"])
-    assert d.syncs()[0]["ops"] > 35000, d.syncs()
+    assert d.syncs()[0]["ops"] > 250000, d.syncs()
     log = d.stderr()
     ahead = re.search(r"made (\d+) MiB of heap present ahead of the transaction in \d+ ms \(waited \d+ ms", log)
     assert ahead, d.tail()
-    # ~36 bytes of heap per byte of JSON, ~72 bytes of it per operation, 35k operations announced
-    assert 70 <= int(ahead[1]) <= 100, ahead[0]
+    # ~36 bytes of heap per byte of JSON, ~72 bytes of it per operation, 250k operations announced
+    assert 560 <= int(ahead[1]) <= 660, ahead[0]
     assert log.index(ahead[0]) < log.index("sync done"), d.tail()
     # Announced in full: nothing left to make present once the transaction arrived.
     assert "of heap present for a transaction" not in log, d.tail()
     cli = lab.agent(client)
     assert cli.tcp("10.96.1.54", 80) == f"{eps[0].v4} {client.v4}"
-    assert "10.96.67.250 . 80 . 3 " in lab.table("ip")  # the last bulk service's last slot
+    assert "10.96.239.250 . 80 . 3 " in lab.table("ip")  # the last bulk service's last slot
 
     with d.change():
         m.write("web.yaml", svc_files("web", "10.96.1.54", eps[1:]))
