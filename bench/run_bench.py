@@ -600,13 +600,16 @@ class Bench:
     def cold_rounds(self, variants, n, e, runs, floors=()):
         """Cold runs of several (label, state dir, binary) variants taken in turns, so that the
         machine's drift over the run (other users, page cache) hits all of them alike; each round
-        ends with one `nft -f` of each (label, floor script)."""
+        starts with one `nft -f` of each (label, floor script). Who goes first rotates from round
+        to round: on this VM a run right after a big one finds the memory that one freed still
+        backed by the host (its helper's heap present in 24 ms instead of ~500), so a fixed order
+        favoured whoever always followed the biggest (the baseline, after source-hash's 800 MiB)."""
         for label, _, _ in variants:
             self.results["cold"][label] = {"services": n, "endpoints_per_service": e, "runs": []}
         for i in range(runs):
             for label, path in floors:
                 self.floor_run(label, path)
-            for label, state_dir, binary in variants:
+            for label, state_dir, binary in variants[i % len(variants):] + variants[:i % len(variants)]:
                 res = self.results["cold"][label]
                 if res.get("failed"):
                     continue
