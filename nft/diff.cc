@@ -1,5 +1,7 @@
 #include "nft/diff.h"
 
+#include "nft/desired_elements.h"
+
 #include <map>
 #include <set>
 #include <string_view>
@@ -81,27 +83,19 @@ bool sameDeclaration(const ListedSet& ls, const SetDecl& d) {
          ls.interval == d.interval;
 }
 
-// Desired chains and elements of one table, flattened across owners; each with its Part.
-template <class T>
-struct Owned {
-  const T* item;
+// Desired chains of one table, flattened across owners; each with its Part. Keys are views into
+// the Parts' own strings.
+struct OwnedChain {
+  const Chain* item;
   const PartPtr* part;
-  const T* operator->() const { return item; }
-  const T& operator*() const { return *item; }
+  const Chain* operator->() const { return item; }
+  const Chain& operator*() const { return *item; }
 };
-// Keys are views into the Parts' own strings: flattening 220k elements copies none of them.
-struct Flat {
-  std::map<std::string_view, Owned<Chain>> chains;
-  std::map<std::string_view, std::map<std::string_view, Owned<Element>>> elements;  // set -> key json -> element
-};
-
-Flat flatten(const Table& t) {
-  Flat f;
-  for (const auto& [owner, part] : t.parts) {
-    for (const Chain& c : part->chains) f.chains.emplace(c.name, Owned<Chain>{&c, &part});
-    for (const Element& e : part->elements) f.elements[e.set.str()].emplace(e.key(), Owned<Element>{&e, &part});
-  }
-  return f;
+std::map<std::string_view, OwnedChain> desiredChains(const Table& t) {
+  std::map<std::string_view, OwnedChain> out;
+  for (const auto& [owner, part] : t.parts)
+    for (const Chain& c : part->chains) out.emplace(c.name, OwnedChain{&c, &part});
+  return out;
 }
 
 Element keyOnly(const std::string& set, const std::string& keyJson) {
@@ -261,15 +255,16 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
         plan.needsFull = true;
       }
     }
-    Flat want = flatten(tt);
-    for (const auto& [name, c] : want.chains) {
+    const std::map<std::string_view, OwnedChain> wantChains = desiredChains(tt);
+    const DesiredElements wantElements = desiredElements(tt);
+    for (const auto& [name, c] : wantChains) {
       auto kc = k.chains.find(name);
       if (kc == k.chains.end()) addChainWithRules(ph, tt, *c, *c.part);
       else if (!(kc->second.hook == c->hook)) plan.needsFull = true;
       else if (!sameRules(kc->second.rules, c->rules)) rewriteRules(ph, tt, *c, *c.part);
     }
     for (const auto& [name, kc] : k.chains) {
-      if (want.chains.count(name)) continue;
+      if (wantChains.count(name)) continue;
       ph.flushChains.flushChain(tt.family, tt.name, name);
       ph.delChains.deleteChain(tt.family, tt.name, name);
     }
@@ -280,33 +275,31 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
         continue;
       }
       if (d->dynamic) continue;  // the data path's entries (affinity): kept across restarts
-      auto w = want.elements.find(setName);
+      auto w = wantElements.find(setName);
       for (const auto& [keyJson, valueJson] : ks.elements) {
-        const Owned<Element>* e = nullptr;
-        if (w != want.elements.end()) {
-          auto we = w->second.find(keyJson);
-          if (we != w->second.end()) e = &we->second;
-        }
+        const OwnedElement* e = w == wantElements.end() ? nullptr : w->second.find(keyJson);
         if (!e) {
           ph.delElems.deleteElement(tt.family, tt.name, keyOnly(setName, keyJson));
           continue;
         }
+        const Element& want = *e->element;
         auto listedComment = ks.comments.find(keyJson);
-        const bool sameComment = listedComment == ks.comments.end() ? (*e)->comment().empty()
-                                                                     : (*e)->comment() == listedComment->second;
-        if ((*e)->value() != valueJson || !sameComment) {
+        const bool sameComment = listedComment == ks.comments.end() ? want.comment().empty()
+                                                                     : want.comment() == listedComment->second;
+        if (want.value() != valueJson || !sameComment) {
           // A new comment needs a new element too: re-adding an existing key changes nothing.
-          ph.delElems.deleteElement(tt.family, tt.name, **e, *e->part);
-          ph.addElems.addElement(tt.family, tt.name, **e, *e->part);
+          ph.delElems.deleteElement(tt.family, tt.name, want, *e->part);
+          ph.addElems.addElement(tt.family, tt.name, want, *e->part);
         }
       }
     }
-    for (const auto& [setName, elems] : want.elements) {
+    ph.addElems.reserve(ph.addElems.size() + elementCount(wantElements));
+    for (const auto& [setName, elems] : wantElements) {
       auto ks = k.sets.find(setName);
       const bool emptyInKernel = ks == k.sets.end() || ks->second.elements.empty();  // a cold start
-      for (const auto& [keyJson, e] : elems)
-        if (emptyInKernel || ks->second.elements.find(keyJson) == ks->second.elements.end())
-          ph.addElems.addElement(tt.family, tt.name, *e, *e.part);
+      for (const OwnedElement& e : elems.all())
+        if (emptyInKernel || ks->second.elements.find(e.element->key()) == ks->second.elements.end())
+          ph.addElems.addElement(tt.family, tt.name, *e.element, *e.part);
     }
   }
   plan.txn = std::move(ph).join();
@@ -327,7 +320,7 @@ Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to) {
     // their elements would keep pointing at chains about to go and block re-adding a key with a
     // new value (a takeover from another layout, a resync after a failure).
     ph.tables.flushTable(tt.family, tt.name);
-    Flat want = flatten(tt);
+    const std::map<std::string_view, OwnedChain> wantChains = desiredChains(tt);
     for (const auto& [name, ks] : k.sets) {
       SetDecl listed{name, ks.keyType, ks.isMap ? ks.dataType : "", ""};
       const SetDecl* d = findDecl(&tt, name);
@@ -340,14 +333,16 @@ Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to) {
     }
     // After the flushes nothing references anything, so stale objects can go.
     for (const auto& [name, kc] : k.chains) {
-      auto w = want.chains.find(name);
-      if (w == want.chains.end() || !(w->second->hook == kc.hook)) ph.dropStale.deleteChain(tt.family, tt.name, name);
+      auto w = wantChains.find(name);
+      if (w == wantChains.end() || !(w->second->hook == kc.hook)) ph.dropStale.deleteChain(tt.family, tt.name, name);
     }
     for (const SetDecl& d : tt.sets)
       if (d.typeofSpec.empty()) ph.sets.addSet(tt.family, tt.name, d);
-    for (const auto& [name, c] : want.chains) addChainWithRules(ph, tt, *c, *c.part);
-    for (const auto& [setName, elems] : want.elements)
-      for (const auto& [keyJson, e] : elems) ph.addElems.addElement(tt.family, tt.name, *e, *e.part);
+    for (const auto& [name, c] : wantChains) addChainWithRules(ph, tt, *c, *c.part);
+    const DesiredElements wantElements = desiredElements(tt);
+    ph.addElems.reserve(ph.addElems.size() + elementCount(wantElements));
+    for (const auto& [setName, elems] : wantElements)
+      for (const OwnedElement& e : elems.all()) ph.addElems.addElement(tt.family, tt.name, *e.element, *e.part);
   }
   plan.txn = std::move(ph).join();
   return plan;
