@@ -11,6 +11,7 @@
 
 #include "nft/kernel/fingerprint_reader.h"
 #include "nft/kernel/table_monitor.h"
+#include "unit/netns_child.h"
 
 using kpn::nft::onlyOwnCommitsSince;
 
@@ -30,25 +31,22 @@ TEST_CASE("table monitor: one commit in the window that is not ours makes lost e
 }
 
 // Deaf around a big commit of ours (Runner::onBigCommit), in a network namespace of its own (a
-// forked child: root only): nothing reaches the socket meanwhile, our own commit in the window is
-// not damage, anyone else's is, and events arrive again afterwards. The child reports each
-// failed expectation as a bit of its exit status.
+// forked child, unit/netns_child.h: root only): nothing reaches the socket meanwhile, our own
+// commit in the window is not damage, anyone else's is, and events arrive again afterwards. The
+// child reports each failed expectation as a bit of its exit status.
 TEST_CASE("table monitor: deaf during a big commit of ours, outside changes in the window are still damage") {
   if (geteuid() != 0) {
     MESSAGE("needs root for a network namespace of its own; not run");
     return;
   }
-  pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    if (unshare(CLONE_NEWNET) != 0) _exit(100);
+  std::optional<int> result = kpn::testing::inOwnNetns([] {
     int bits = 0;
     std::string error;
     kpn::nft::TableMonitor m({{kpn::nft::Family::IPv4, "kpn-deaf"}});
     pollfd p{m.fd(), POLLIN, 0};
     m.deafen();
     auto before = kpn::nft::readGeneration(&error);
-    if (std::system("nft add table ip kpn-deaf") != 0) _exit(101);
+    if (std::system("nft add table ip kpn-deaf") != 0) return 101;
     auto after = kpn::nft::readGeneration(&error);
     if (before && after && *after == *before + 1) m.noteOwnCommit(*after);
     else bits |= 1;
@@ -56,10 +54,10 @@ TEST_CASE("table monitor: deaf during a big commit of ours, outside changes in t
     m.listen();
     if (m.drain()) bits |= 4;  // only our commit in the window: no damage
     m.deafen();
-    if (std::system("nft add chain ip kpn-deaf theirs") != 0) _exit(102);
+    if (std::system("nft add chain ip kpn-deaf theirs") != 0) return 102;
     m.listen();
     if (!m.drain()) bits |= 8;  // someone else's commit in the window: damage
-    if (std::system("nft add chain ip kpn-deaf theirs-too") != 0) _exit(103);
+    if (std::system("nft add chain ip kpn-deaf theirs-too") != 0) return 103;
     if (poll(&p, 1, 2000) != 1) bits |= 16;  // listening again
     if (!m.drain()) bits |= 32;
     // Events of our own commit still queued in the socket when deafen() comes are not damage.
@@ -75,13 +73,11 @@ TEST_CASE("table monitor: deaf during a big commit of ours, outside changes in t
     ownCommit("nft add chain ip kpn-deaf ours-big");
     m.listen();
     if (m.drain()) bits |= 64;
-    _exit(bits);
-  }
-  int status = 0;
-  REQUIRE(waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  int bits = WEXITSTATUS(status);
-  REQUIRE(bits < 100);  // 100: unshare, 101-104: the nft command failed
+    return bits;
+  });
+  REQUIRE(result);
+  const int bits = *result;
+  REQUIRE(bits < kpn::testing::kChildSetupFailed);  // 101-104: the nft command failed
   CHECK((bits & 1) == 0);   // our commit moved the generation by one
   CHECK((bits & 2) == 0);   // no event while deaf
   CHECK((bits & 4) == 0);   // our own commit in the window is not damage

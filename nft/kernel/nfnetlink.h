@@ -18,8 +18,9 @@ uint32_t be32Attr(const nlattr* a);  // 0 when too short
 // The attribute of `type` inside a nested attribute, nullptr if absent.
 const nlattr* findNested(const nlattr* parent, int type);
 
-// Sends one nftables request (msgType: NFT_MSG_GET*, family: NFPROTO_*) on a new socket and calls
-// `each` for every message of the answer, until the dump ends. False (with *error) on any failure.
+// Sends one nftables request (msgType: NFT_MSG_GET*, family: NFPROTO_*) on this thread's socket
+// (opened once, kept: see nfnetlink.cc) and calls `each` for every message of the answer, until
+// the dump ends; `each` must not make a request itself. False (with *error) on any failure.
 bool request(int msgType, int family, bool dump, const std::function<void(const nlmsghdr*)>& each, std::string* error);
 
 }  // namespace kpn::nft::nfnl
