@@ -59,13 +59,11 @@ void NftRunner::expectTransaction(size_t ops) {
   // JSON per operation of a cold transaction: 7 774 KiB for 110 182 at 10k x 10 and 39 128 KiB
   // for 550 182 at 50k x 10 (72.3 and 72.8 bytes); the caller's count is the low one.
   constexpr size_t kJsonBytesPerOperation = 72;
-  // Below this the populate beside render does not pay on this VM kind: at 10k x 10 (8 MB of
-  // JSON) render and diff ran ~2x slower beside it and the cold sync did not gain (make bench,
-  // same run: 0.87x and 0.90x of the binary without it); at 30k (23 MB) and 50k (39 MB) it took
-  // 20-25% off. The transaction's own populate (heap_populate.h) still serves the rest.
-  constexpr size_t kAnnounceAboveJsonBytes = size_t(16) << 20;
+  // Every cold commit the syncer announces is passed on (it announces above kBigCommitOps).
+  // Alternated cold starts, 8 pairs at 10k x 10: sync 1452 -> 1279 ms (medians; render slows
+  // beside the populate, the commit gains more); at 1k x 10 no difference (208 vs 212 ms).
+  // An earlier 16 MiB limit came from bench readings biased by the order of its runs.
   const size_t bytes = ops * kJsonBytesPerOperation;
-  if (bytes <= kAnnounceAboveJsonBytes) return;
   RunResult r = run(NftOp::Prepare, std::to_string(bytes));
   if (!r.ok) VLOG(2) << "the helper did not take the transaction's announcement: " << r.error;
 }
