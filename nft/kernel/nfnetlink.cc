@@ -57,10 +57,11 @@ namespace {
 std::string errnoText(const char* what) { return std::string(what) + ": " + strerror(errno); }
 
 // One socket per thread, kept open. Closing a NETLINK_NETFILTER socket that ever sent a request
-// makes the kernel (6.14 on, nft_rcv_nl_event) flush nf_tables' pending destroy work, which waits
-// out an RCU grace period whenever the last commit deleted anything: ~10 ms on this VM kind. A
-// socket per request (the generation read right after each commit) put that wait into every
-// commit that removed an endpoint or a service.
+// makes the kernel (nft_rcv_nl_event; measured on 6.18) flush nf_tables' pending destroy work,
+// which waits out an RCU grace period whenever the last commit deleted anything: ~10 ms on this
+// VM kind. A socket per request (the generation read right after each commit) put that wait into
+// every commit that removed an endpoint or a service.
+//
 // A socket talks to the network namespace it was made in, and a forked child shares its parent's:
 // after either changes (tests fork into namespaces of their own) the thread makes a new one.
 class Socket {
