@@ -1,10 +1,10 @@
 #include "nft/diff.h"
 
-#include "nft/desired_elements.h"
-
 #include <map>
 #include <set>
 #include <string_view>
+
+#include "nft/desired_elements.h"
 
 namespace kpn::nft {
 
