@@ -11,6 +11,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -133,9 +134,17 @@ int main(int argc, char** argv) {
         metrics.observeRestRequest(method, host, code, secs);
       });
   kpn::source::Source& source = *sourcePtr;
-  source.start();
   kpn::render::Renderer renderer(cfg);
   renderer.setHostAddresses(kpn::net::readHostAddresses());
+  kpn::nft::NftRunner runner(kpn::cmd::nftRunnerOptions());
+  kpn::sync::Syncer syncer(renderer, runner);
+  // Before the first sync: the kernel has what the ruleset needs, then upstream's node settings
+  // and the families the kernel serves; on a thread of their own while the source reads (a
+  // manifest folder reads in start()).
+  std::future<std::optional<std::string>> prepared;
+  if (!conf.options.dryRun)
+    prepared = kpn::node::prepareNodeInBackground(conf, runner, [&syncer] { syncer.probeFamilies(); });
+  source.start();
   if (conf.options.dryRun) {
     if (!kpn::cmd::waitSynced(source, sigfd, std::chrono::seconds(60))) {
       std::cerr << "dry run: " << source.describe() << " did not list everything within 60 s\n";
@@ -143,14 +152,10 @@ int main(int argc, char** argv) {
     }
     return runDryRun(renderer, state);
   }
-
-  // Before the first sync: the kernel has what the ruleset needs, then upstream's node settings.
-  kpn::nft::NftRunner runner(kpn::cmd::nftRunnerOptions());
-  if (auto err = kpn::node::prepareNode(conf, runner)) {
+  if (auto err = prepared.get()) {
     std::cerr << *err << "\n";
     return 1;
   }
-  kpn::sync::Syncer syncer(renderer, runner);
   metrics.servedFamilies([&syncer] { return syncer.families(); });  // per-family series: served ones only
   kpn::sync::RealClock clock;
   kpn::sync::StateSyncTarget target(clock, state, renderer, syncer, kpn::net::readHostAddresses);

@@ -175,6 +175,12 @@ void SupervisedHelper::renew() {
   if (!start(&error)) LOG(WARNING) << error << "; the next call tries again";
 }
 
+void SupervisedHelper::startIfNone() {
+  if (pid_ != 0) return;
+  std::string error;
+  if (!start(&error)) LOG(WARNING) << error << "; the next call tries again";
+}
+
 std::optional<std::string> SupervisedHelper::call(const std::string& request, std::string* error) {
   return callInPieces([&](const PieceWriter& write) { return write(request, false); }, error);
 }

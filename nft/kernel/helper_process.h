@@ -53,6 +53,10 @@ class SupervisedHelper {
   // made its contexts before the next call needs it (that start cost ~20 ms on the first
   // change after a big commit). A start that fails is retried by the next call.
   void renew();
+  // Starts a child now if none runs (a start-up does it beside its other work, so that the
+  // first call finds the libraries loaded and the contexts made). A failed start is retried by
+  // the next call.
+  void startIfNone();
 
   pid_t pid() const { return pid_; }  // 0 while none runs
   int starts() const { return starts_; }

@@ -63,6 +63,9 @@ class NftRunner : public Runner {
   void endScratch() { scratchHelper_.reset(); }
 
   int helperStarts() const { return helper_.starts(); }  // how many helpers ran so far
+  // Starts the libnftables helper of the commits now rather than at the first call.
+  void startHelper() { helper_.startIfNone(); }
+  void recycleHelper() { helper_.recycle(); }
 
   // A request to the helper, written in pieces (SupervisedHelper::callInPieces).
   using Request = std::function<bool(const SupervisedHelper::PieceWriter&)>;

@@ -29,4 +29,20 @@ std::optional<std::string> prepareNode(const config::Loaded& conf, nft::NftRunne
   return std::nullopt;
 }
 
+std::future<std::optional<std::string>> prepareNodeInBackground(const config::Loaded& conf, nft::NftRunner& runner,
+                                                                std::function<void()> then) {
+  // Started here, on the calling thread: a helper gets SIGKILL when the thread that spawned it
+  // ends (PR_SET_PDEATHSIG follows the thread, not the process), and the one below ends soon.
+  runner.startHelper();
+  const int starts = runner.helperStarts();
+  return std::async(std::launch::async, [&conf, &runner, starts, then = std::move(then)] {
+    std::optional<std::string> err = prepareNode(conf, runner);
+    if (!err && then) then();
+    // A helper that died meanwhile was started again on this thread: end that one now, and the
+    // next call starts its own.
+    if (runner.helperStarts() != starts) runner.recycleHelper();
+    return err;
+  });
+}
+
 }  // namespace kpn::node

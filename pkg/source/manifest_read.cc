@@ -172,7 +172,7 @@ void readManifestFiles(const std::string& dir, const std::vector<std::string>& n
 
 unsigned manifestReadThreads() {
   const unsigned cpus = std::thread::hardware_concurrency();
-  return cpus < 4 ? 0 : std::min(cpus - 1, 3u);
+  return cpus < 2 ? 0 : std::min(cpus - 1, 3u);  // hardware_concurrency() may say 0
 }
 
 }  // namespace kpn::source

@@ -73,10 +73,10 @@ ManifestFile readManifestFile(const std::string& dir, const std::string& name, M
 void readManifestFiles(const std::string& dir, const std::vector<std::string>& names, unsigned threads,
                        const std::function<void(ManifestFile&)>& consume);
 
-// How many threads of its own a full read of the folder uses: none below 4 CPUs, else one per CPU
-// besides the calling thread, at most 3. On 2 busy CPUs (10k services, 41 files) a thread parsing
-// ahead saved no time and cost 20 % more CPU and 10 MiB more peak memory than reading the files
-// one by one: each file in flight faults in its own text and document buffers.
+// How many threads of its own a full read of the folder uses: one per CPU besides the calling
+// thread, at most 3 (none on 1 CPU). On 2 CPUs at 10k services (41 files) the one thread took
+// the start-up read from ~315 to ~250 ms in 6 alternated cold starts (an earlier measurement,
+// under other start-up work, had found no gain and kept it to 4 CPUs and up).
 unsigned manifestReadThreads();
 
 }  // namespace kpn::source

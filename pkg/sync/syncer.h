@@ -59,6 +59,10 @@ class Syncer {
   // Takes st's change journal (its services stay pending here until a commit lands). The first sync reconciles with whatever our tables already
   // hold (keeping what matches); after a failure the next one is full.
   SyncStats sync(state::ClusterState& st);
+  // Which families the kernel serves, asked now rather than by the first sync (each ask is a
+  // checked transaction, which the kernel ends with an RCU grace period: ~15-30 ms here). Only
+  // before the first sync, and not beside it.
+  void probeFamilies() { kernel_.probeFamiliesOnce(); }
   // Renders and commits only the services with a new least-connection choice (the renderer's,
   // render/least_conn.h), leaving the journal to the next sync; nothing else of the cluster is
   // looked at. Not ok, and nothing done, unless the last sync left the kernel as committed: the
