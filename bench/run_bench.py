@@ -50,9 +50,11 @@ SYNC_RE = re.compile(r"sync done full=(\d+) ops=(\d+) render_ms=([0-9.]+) diff_m
 # The helper's line for a big transaction (nft/kernel/nft_helper.cc): how long making its heap
 # present took, i.e. this VM's first-touch cost for exactly the memory the commit needs, and how
 # much of that the commit waited for (all of it, unless the cold start announced the transaction
-# before rendering and the helper did it meanwhile).
-POPULATE_RE = re.compile(r"made (\d+) MiB of heap present (?:for a transaction of \d+ KiB in (\d+) ms|"
-                         r"ahead of the transaction in (\d+) ms \(waited (\d+) ms)")
+# before rendering and the helper did it meanwhile) and, since the commit no longer waits for an
+# announced populate, how long the two ran side by side.
+POPULATE_RE = re.compile(r"made (\d+) MiB of heap present (?:for a transaction of \d+ KiB in (\d+) ms( \(beside its parse\))?|"
+                         r"ahead of the transaction in (\d+) ms \(waited (\d+) ms"
+                         r"(?: for it; the transaction ran beside its last (\d+) ms)?)")
 MiB = 1024.0 * 1024.0
 
 # ---------------------------------------------------------------------------------------------
@@ -219,9 +221,12 @@ class Daemon:
             self.tail.append(line)
             p = POPULATE_RE.search(line) if self.populate is None else None
             if p:
-                took = float(p.group(2) or p.group(3))
-                self.populate = {"mib": int(p.group(1)), "ms": took,
-                                 "waited_ms": took if p.group(2) else float(p.group(4))}
+                took = float(p.group(2) or p.group(4))
+                if p.group(2):  # populated for the transaction itself: before its parse, or beside it
+                    waited, beside = (0.0, took) if p.group(3) else (took, None)
+                else:
+                    waited, beside = float(p.group(5)), float(p.group(6)) if p.group(6) else None
+                self.populate = {"mib": int(p.group(1)), "ms": took, "waited_ms": waited, "beside_ms": beside}
             m = SYNC_RE.search(line)
             if m:
                 self.events.put({"t": t, "full": int(m.group(1)), "ops": int(m.group(2)),
@@ -501,6 +506,7 @@ class Bench:
             if d.populate:  # read before the sync line: the helper logs it before it answers
                 r["populate_ms"], r["populate_mib"] = d.populate["ms"], d.populate["mib"]
                 r["populate_waited_ms"] = d.populate["waited_ms"]
+                r["populate_beside_ms"] = d.populate["beside_ms"]
             if not d.pid_is_daemon():
                 r["note"] = "pid %d is not the binary; RSS may be wrong" % d.proc.pid
             time.sleep(self.a.settle)
@@ -600,16 +606,21 @@ class Bench:
     def cold_rounds(self, variants, n, e, runs, floors=()):
         """Cold runs of several (label, state dir, binary) variants taken in turns, so that the
         machine's drift over the run (other users, page cache) hits all of them alike; each round
-        starts with one `nft -f` of each (label, floor script). Who goes first rotates from round
-        to round: on this VM a run right after a big one finds the memory that one freed still
-        backed by the host (its helper's heap present in 24 ms instead of ~500), so a fixed order
-        favoured whoever always followed the biggest (the baseline, after source-hash's 800 MiB)."""
+        starts with one `nft -f` of each (label, floor script). The order is shuffled anew each
+        round (seeded: the same in every run of the bench): on this VM a run right after a big one
+        finds the memory that one freed still backed by the host (its helper's heap present in 24 ms
+        instead of ~500), so a fixed order favoured whoever always followed the biggest, and so did a
+        rotation, which keeps the neighbours (the baseline always came after source-hash's 800 MiB)."""
         for label, _, _ in variants:
             self.results["cold"][label] = {"services": n, "endpoints_per_service": e, "runs": []}
+        order_rng = random.Random(27)
         for i in range(runs):
             for label, path in floors:
                 self.floor_run(label, path)
-            for label, state_dir, binary in variants[i % len(variants):] + variants[:i % len(variants)]:
+            order = list(variants)
+            order_rng.shuffle(order)
+            say("  round %d order: %s" % (i + 1, ", ".join(v[0] for v in order)))
+            for label, state_dir, binary in order:
                 res = self.results["cold"][label]
                 if res.get("failed"):
                     continue
@@ -892,8 +903,9 @@ def say_cold(label, i, r):
         "ops %d, RSS %.1f MiB; first touch before it %.2f ms/2MiB%s"
         % (label, i + 1, r["sync_ms"], r["render_ms"], r["diff_ms"], r["commit_ms"], r["wall_ms"], r["ops"],
            r["rss_mib"], r.get("probe_ms_per_2mib") or float("nan"),
-           "; helper heap %d MiB present in %.0f ms (the commit waited %.0f)"
-           % (r["populate_mib"], r["populate_ms"], r["populate_waited_ms"])
+           "; helper heap %d MiB present in %.0f ms (the commit waited %.0f%s)"
+           % (r["populate_mib"], r["populate_ms"], r["populate_waited_ms"],
+              "" if r.get("populate_beside_ms") is None else ", and ran beside its last %.0f" % r["populate_beside_ms"])
            if r.get("populate_ms") is not None else ""))
 
 
@@ -1051,7 +1063,7 @@ def report_growth(R):
     say("   memory back to its host, so the cost of new memory changes from minute to minute); heap = the")
     say("   libnftables helper making its heap present for the transaction, ms (ms per 2 MiB): the same cost")
     say("   for exactly the memory the commit parses into; waited = the part the commit waited for (announced")
-    say("   before render, the rest ran meanwhile)")
+    say("   before render; since issue 27's ninth part the parse runs beside what is left, and waits for none)")
     say(table(["round", "state", "sync", "first touch", "heap", "/ %s" % base, "floor", "first touch",
                "floor / %s" % base], rows, ["<", "<", ">", ">", ">", ">", ">", ">", ">"]))
 
@@ -1300,7 +1312,7 @@ def main():
     ap.add_argument("--probes", type=int, default=30, help="probe services (own small file each)")
     ap.add_argument("--changes", type=int, default=24, help="samples per change kind")
     ap.add_argument("--repeat-small", type=int, default=3, help="cold runs at 1k x 10 (and upstream)")
-    ap.add_argument("--repeat-big", type=int, default=3,
+    ap.add_argument("--repeat-big", type=int, default=5,
                     help="cold rounds at 10k x 10 (each with a run of its nft -f floor), growth rounds "
                          "(10k, 30k and --sizes) and cold runs at 44k x 1")
     ap.add_argument("--settle", type=float, default=2.0, help="s after the cold sync before RSS")

@@ -1,6 +1,7 @@
 // The helper's heap made present ahead of a transaction (nft/kernel/heap_populate.h).
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,6 +22,8 @@ TEST_CASE("background populate: one at a time, finished once, and the heap stays
   const bool started = ahead.start(kBytes);
   CHECK(started == !kSanitized);
   if (started) CHECK_FALSE(ahead.start(kBytes));  // one runs (or ran, unfinished) already
+  if (started) CHECK(ahead.planned() >= kBytes - (size_t(2) << 12));
+  const auto besideFrom = std::chrono::steady_clock::now();
   // The caller goes on allocating from the heap's top while the pages are made present.
   for (int i = 0; i < 64; ++i) {
     char* p = static_cast<char*>(std::malloc(64 << 10));
@@ -29,13 +32,16 @@ TEST_CASE("background populate: one at a time, finished once, and the heap stays
     CHECK(p[(64 << 10) - 1] == static_cast<char>(i));
     std::free(p);
   }
-  auto done = ahead.finish();
+  auto done = ahead.finish(besideFrom);
   CHECK(done.has_value() == started);
   if (done) {
     CHECK(done->bytes >= kBytes - (size_t(2) << 12));  // the block's whole pages
     CHECK(done->bytes <= kBytes);
     CHECK(done->waitedMs <= done->tookMs + 1);
+    CHECK(done->besideMs <= done->tookMs + 1);  // it began after the populate
+    CHECK(done->besideMs >= done->waitedMs);   // and the wait came after it began
   }
+  CHECK(ahead.planned() == 0);
   CHECK_FALSE(ahead.finish());  // once
   CHECK(ahead.start(kBytes) == !kSanitized);  // and then again
   releasePopulatedHeap();

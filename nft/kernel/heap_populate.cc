@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -67,8 +68,16 @@ std::optional<PageRange> growHeapTop(size_t bytes) {
 #endif
 }
 
+// In pieces: a populate holds the address space's lock (for reading) through each call, and the
+// parse beside it may need that lock to grow the heap or map a big buffer.
+constexpr uintptr_t kPopulatePieceBytes = uintptr_t(16) << 20;
+
 bool makePresent(const PageRange& r) {
-  return madvise(reinterpret_cast<void*>(r.start), r.end - r.start, MADV_POPULATE_WRITE) == 0;
+  for (uintptr_t at = r.start; at < r.end; at += kPopulatePieceBytes) {
+    const uintptr_t len = std::min(kPopulatePieceBytes, r.end - at);
+    if (madvise(reinterpret_cast<void*>(at), len, MADV_POPULATE_WRITE) != 0) return false;
+  }
+  return true;
 }
 
 long long msBetween(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
@@ -76,11 +85,6 @@ long long msBetween(std::chrono::steady_clock::time_point a, std::chrono::steady
 }
 
 }  // namespace
-
-bool populateHeap(size_t bytes) {
-  std::optional<PageRange> pages = growHeapTop(bytes);
-  return pages && makePresent(*pages);
-}
 
 struct BackgroundPopulate::Run {
   PageRange pages;
@@ -112,7 +116,10 @@ bool BackgroundPopulate::start(size_t bytes) {
   return true;
 }
 
-std::optional<BackgroundPopulate::Done> BackgroundPopulate::finish() {
+size_t BackgroundPopulate::planned() const { return run_ ? run_->pages.end - run_->pages.start : 0; }
+
+std::optional<BackgroundPopulate::Done> BackgroundPopulate::finish(
+    std::optional<std::chrono::steady_clock::time_point> besideFrom) {
   if (!run_) return std::nullopt;
   const auto waitFrom = std::chrono::steady_clock::now();
   run_->thread.join();
@@ -120,6 +127,7 @@ std::optional<BackgroundPopulate::Done> BackgroundPopulate::finish() {
   d.bytes = run_->ok ? run_->pages.end - run_->pages.start : 0;
   d.tookMs = msBetween(run_->started, run_->ended);
   d.waitedMs = run_->ended > waitFrom ? msBetween(waitFrom, run_->ended) : 0;
+  if (besideFrom && run_->ended > *besideFrom) d.besideMs = msBetween(*besideFrom, run_->ended);
   run_.reset();
   return d;
 }

@@ -8,6 +8,7 @@
 // time (bench notes in docs/benchmarks.md, "The helper's heap populated").
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -18,17 +19,13 @@ namespace kpn::nft {
 // the measured peak, so that populating never raises it.
 size_t heapToPopulateFor(size_t jsonBytes);
 
-// Grows the heap's free top by `bytes` (from brk, kept when freed) and makes its pages present.
-// The free memory's contents are not touched, so this is safe at any point between mallocs.
-// Returns false when the kernel or the allocator refused (the parse then faults its pages in as
-// before) and under a sanitizer, whose allocator has no brk heap.
-bool populateHeap(size_t bytes);
-
-// populateHeap in the background, for a transaction announced before it arrives: the heap's top
-// is grown on the calling thread (the main arena's, where libnftables' allocations land; a
-// malloc on another thread would take another arena), and a thread of its own makes the pages
-// present while the caller goes on reading the transaction in. Making a page present writes
-// nothing, so memory the caller's mallocs take from that top meanwhile is safe.
+// The heap's free top grown by `bytes` (from brk, kept when freed) and its pages made present in
+// the background, for a transaction announced before it arrives (or one that just arrived,
+// bigger than announced). The top is grown on the calling thread (the main arena's, where
+// libnftables' allocations land; a malloc on another thread would take another arena), and a
+// thread of its own makes the pages present while the caller goes on reading the transaction in,
+// and parsing it. Making a page present writes nothing, so memory the caller's mallocs take from
+// that top meanwhile is safe, and a page both fault in at once is faulted in once.
 class BackgroundPopulate {
  public:
   BackgroundPopulate();
@@ -36,15 +33,20 @@ class BackgroundPopulate {
   BackgroundPopulate(const BackgroundPopulate&) = delete;
   BackgroundPopulate& operator=(const BackgroundPopulate&) = delete;
 
-  // False when one runs already, under a sanitizer, or when the heap could not grow.
+  // False when one runs already, under a sanitizer (whose allocator has no brk heap), or when
+  // the heap could not grow; the parse then faults its pages in as they come.
   bool start(size_t bytes);
+  // The bytes the running (or ran, unfinished) populate covers; 0 when none was started.
+  size_t planned() const;
   struct Done {
     size_t bytes = 0;         // made present (0: the kernel refused)
     long long tookMs = 0;     // from start() to the last page
     long long waitedMs = 0;   // of that, how long finish() waited
+    long long besideMs = 0;   // of that, how long it ran after `besideFrom` (0 without one)
   };
-  // Waits for the thread; nullopt when none was started since the last finish().
-  std::optional<Done> finish();
+  // Waits for the thread; nullopt when none was started since the last finish(). besideFrom:
+  // when the work it ran beside began (the transaction's parse), for Done::besideMs.
+  std::optional<Done> finish(std::optional<std::chrono::steady_clock::time_point> besideFrom = std::nullopt);
 
  private:
   struct Run;

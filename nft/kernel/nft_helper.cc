@@ -129,19 +129,6 @@ bool parseScopeArg(const std::string& arg, ScopedTable* out) {
   return !out->name.empty();
 }
 
-// A big transaction's heap, made present before libnftables' parse asks for it page by page
-// (heap_populate.h). One line per big transaction: a cold sync, a full resync.
-bool populateFor(size_t jsonBytes) {
-  const size_t bytes = heapToPopulateFor(jsonBytes);
-  const auto start = std::chrono::steady_clock::now();
-  if (!populateHeap(bytes)) return false;
-  LOG(INFO) << "nft helper: made " << (bytes >> 20) << " MiB of heap present for a transaction of "
-            << (jsonBytes >> 10) << " KiB in "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count()
-            << " ms";
-  return true;
-}
-
 // A Prepare request: the heap for the announced transaction, made present in the background
 // while the daemon renders and the transaction is read in. Only a hint: the answer is always ok.
 NftAnswer prepare(const std::string& jsonBytesText, BackgroundPopulate& ahead) {
@@ -155,14 +142,28 @@ NftAnswer prepare(const std::string& jsonBytesText, BackgroundPopulate& ahead) {
   return a;
 }
 
-// Before any other request: the background populate a Prepare started is over (the request's
-// allocations then find the heap ready). The bytes it made present (given back after the answer).
-size_t finishAhead(BackgroundPopulate& ahead) {
-  std::optional<BackgroundPopulate::Done> d = ahead.finish();
+// After the request that came next: the background populate a Prepare started is over. The
+// request did not wait for it: its allocations take pages from the same heap top as the populate
+// makes them present, so on a slow host (first touches of 2-5 ms per 2 MiB) libnftables' parse
+// runs on one CPU while the rest of its heap faults in on the other. The bytes it made present
+// (given back after the answer).
+size_t finishAhead(BackgroundPopulate& ahead, std::chrono::steady_clock::time_point requestFrom) {
+  std::optional<BackgroundPopulate::Done> d = ahead.finish(requestFrom);
   if (!d || d->bytes == 0) return 0;
   LOG(INFO) << "nft helper: made " << (d->bytes >> 20) << " MiB of heap present ahead of the transaction in "
-            << d->tookMs << " ms (waited " << d->waitedMs << " ms for it)";
+            << d->tookMs << " ms (waited " << d->waitedMs << " ms for it; the transaction ran beside its last "
+            << d->besideMs << " ms)";
   return d->bytes;
+}
+
+// After the request: the populate it started for itself. One line per big transaction that was
+// not announced in full (a full resync, a cold start of per-port chains).
+bool finishRest(BackgroundPopulate& rest, std::chrono::steady_clock::time_point requestFrom, size_t jsonBytes) {
+  std::optional<BackgroundPopulate::Done> d = rest.finish(requestFrom);
+  if (!d || d->bytes == 0) return false;
+  LOG(INFO) << "nft helper: made " << (d->bytes >> 20) << " MiB of heap present for a transaction of "
+            << (jsonBytes >> 10) << " KiB in " << d->tookMs << " ms (beside its parse)";
+  return true;
 }
 
 int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
@@ -188,25 +189,29 @@ int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
   contexts.warm();
   std::string frame, buffer;
   NftOp op;
-  BackgroundPopulate ahead;
+  BackgroundPopulate background;  // announced (a Prepare request)
+  BackgroundPopulate rest;        // what a request needs beyond its announcement
   while (readFrame(kFd, &frame, kMaxRequestBytes)) {
     NftAnswer a;
     bool populated = false;
     if (!decodeNftRequest(frame, &op, &buffer)) {
       a.error = "nft helper: malformed request";
     } else if (op == NftOp::Prepare) {
-      a = prepare(buffer, ahead);
+      a = prepare(buffer, background);
     } else {
-      const size_t present = finishAhead(ahead);
-      populated = present > 0;
-      // Unannounced, or announced well short of its size: the rest is made present now. (Short
-      // by less, the last pages fault in as the parse reaches them: a second populate would
-      // find the heap's top taken by the request's own buffers and grow it anew.)
+      // Unannounced, or announced well short of its size (the syncer counts low, and counts no
+      // per-port chains): the whole heap it needs is made present beside the parse too, from a
+      // new top past the request's own buffers; the pages made present already are skipped.
+      // (Short by less, the last pages fault in as the parse reaches them.)
       const size_t needed = (op == NftOp::Commit || op == NftOp::Check) && buffer.size() > kPopulateAboveJsonBytes
                                 ? heapToPopulateFor(buffer.size())
                                 : 0;
-      if (needed > present + needed / 4) populated = populateFor(buffer.size()) || populated;
+      if (needed > background.planned() + needed / 4) rest.start(needed);
+      const auto requestFrom = std::chrono::steady_clock::now();
       a = contexts.run(op, buffer);
+      // Before the answer and the heap's release: a trim beside a populate would keep pages.
+      populated = finishAhead(background, requestFrom) > 0;
+      populated = finishRest(rest, requestFrom, buffer.size()) || populated;
     }
     if (!writeFrame(kFd, encodeNftAnswer(a))) return 1;
     if (populated) releasePopulatedHeap();  // after the answer: the daemon goes on meanwhile
