@@ -224,6 +224,24 @@ TEST_CASE("behaviour: a contested nodePort and external IP go to the older servi
   CHECK(w.fromOutside("192.168.99.11", 80) == "10.180.0.2:80 from 192.168.0.2");
 }
 
+TEST_CASE("behaviour: an address that is one service's ClusterIP and another's external IP serves both, by port") {
+  World w;
+  // a: ClusterIP 172.30.0.41 port 80. b: external IP 172.30.0.41 too, on port 8080 (eTP=Cluster).
+  lb(w, "a", "172.30.0.41", 3001, "", "");
+  w.st.upsertSlice(slice("ns1", "a-1", "a", {epPort("p80", 80)}, {ready("10.180.0.1", "node-b")}));
+  auto b = service("ns1", "b", {"172.30.0.42"}, {port("p8080", 8080)});
+  b->externalIPs = {"172.30.0.41"};
+  w.st.upsertService(b);
+  w.st.upsertSlice(slice("ns1", "b-1", "b", {epPort("p8080", 8080)}, {ready("10.180.0.2", "node-b")}));
+  // The ClusterIP's port: a's endpoint, a pod unmasqueraded, the outside masqueraded.
+  CHECK(w.fromPod("172.30.0.41", 80) == "10.180.0.1:80 from 10.0.1.5");
+  CHECK(w.fromOutside("172.30.0.41", 80) == "10.180.0.1:80 from 192.168.0.2");
+  // The external IP's port, on the same address: b's endpoint, masqueraded (eTP=Cluster).
+  CHECK(w.fromOutside("172.30.0.41", 8080) == "10.180.0.2:8080 from 192.168.0.2");
+  CHECK(w.fromPod("172.30.0.41", 8080) == "10.180.0.2:8080 from 192.168.0.2");
+  CHECK(w.fromPod("172.30.0.41", 81) == "refused");  // a ClusterIP's invalid port, as upstream
+}
+
 TEST_CASE("behaviour: IPv6 LoadBalancer with externalTrafficPolicy Local") {
   World w;
   auto s = service("ns1", "v6", {"fd00:172:30::60"}, {npPort("p80", 80, 3060)});

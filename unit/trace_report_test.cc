@@ -377,7 +377,7 @@ TEST_CASE("rule text: every rule we render reads as nft lists it, never as its J
         "ip daddr . tcp dport . numgen random mod 1 offset 2 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 2 map @backends-tcp",
         "ip daddr . tcp dport . numgen random mod 1 @backends-tcp goto pick-tcp",
         "ip saddr != 10.0.0.0/8 fib saddr type != local ip daddr . meta l4proto . th dport vmap @local-service-ips",
-        "ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000",
+        "ip daddr @cluster-ips jump cluster-ip-services", "ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000",
         "ip daddr . meta l4proto . th dport @firewall-ips ip daddr . meta l4proto . th dport . ip saddr != "
         "@firewall-allow drop",
         "meta l4proto . th dport vmap @service-nodeports",

@@ -47,6 +47,8 @@ inline const char* kNoEndpointServices = "no-endpoint-services";
 inline const char* kHairpin = "hairpin";
 inline const char* kServicesChain = "services";
 inline const char* kNodePortsChain = "nodeports";  // `services` for traffic to a NodePort address
+// `services` for traffic to a ClusterIP, first: its own masquerade rule and dispatch, then back.
+inline const char* kClusterIPServicesChain = "cluster-ip-services";
 inline const char* kRejectChain = "reject-chain";
 inline const char* kServiceNodePorts = "service-nodeports";
 inline const char* kNoEndpointNodePorts = "no-endpoint-nodeports";
