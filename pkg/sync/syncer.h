@@ -60,7 +60,7 @@ class Syncer {
   // hold (keeping what matches); after a failure the next one is full.
   SyncStats sync(state::ClusterState& st);
   // Which families the kernel serves, asked now rather than by the first sync (each ask is a
-  // checked transaction, which the kernel ends with an RCU grace period: ~15-30 ms here). Only
+  // checked transaction the kernel aborts: 15-31 ms each in the kernel here, under strace). Only
   // before the first sync, and not beside it.
   void probeFamilies() { kernel_.probeFamiliesOnce(); }
   // Renders and commits only the services with a new least-connection choice (the renderer's,
