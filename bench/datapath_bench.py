@@ -19,7 +19,8 @@ CPU 1 (taskset); each sample is SECONDS of connect/close (TCP, RST on close) or 
 fresh socket (UDP: the first packet of a new flow walks the NAT rules in the sender's softirq on
 CPU 0; the reply is not awaited, so cross-CPU wake-ups stay out of it; a short echo run checks
 first that each table delivers), every attempt from a fresh (address, port) so that each one is a new conntrack
-entry walking the NAT rules. Rounds are interleaved: in each round every (protocol, count) is
+entry walking the NAT rules. Before each sample every lab's conntrack table is flushed: a sample
+starts from the same empty table whichever tables ran before it. Rounds are interleaved: in each round every (protocol, count) is
 measured on the three tables in a rotating order. Reported: medians over the rounds, and the median
 of the per-round ratios ours/upstream and ours/small (same round, same seconds of machine noise).
 
@@ -113,6 +114,10 @@ class Lab:
             start(["ip", "netns", "exec", self.server, "taskset", "-c", "1", load, "server", proto,
                    str(gen_state.EP_PORT)])
 
+    def flush_conntrack(self):
+        """Empties the node namespace's conntrack table (its entries, not the other labs')."""
+        self.sh("ip", "netns", "exec", self.node, "conntrack", "-F", check=False)
+
     def run_client(self, load, proto, ip, seconds):
         out = self.sh("ip", "netns", "exec", self.client, "taskset", "-c", "0", load, "client", proto, ip,
                       str(gen_state.SVC_PORT), "%g" % seconds, CLIENT_PREFIX, str(CLIENT_FIRST),
@@ -185,6 +190,13 @@ def run(binary, services, endpoints, rounds, seconds, say, sh, own_ns, start_pro
             for proto in PROTOS:
                 for c in COUNTS:
                     for tag in tags[r % len(tags):] + tags[:r % len(tags)]:
+                        # Every lab's conntrack table empty before each sample. The entries of a sample
+                        # outlive it (UDP 30 s, TCP's closed ones 10 s) and three samples filled a
+                        # namespace's table to nf_conntrack_max (262 144 here): every later new flow
+                        # paid an early drop, and all labs' entries share the kernel's one hash table,
+                        # so a sample's cost depended on which tables ran in the 30 s before it.
+                        for other, _ in labs.values():
+                            other.flush_conntrack()
                         lab, st = labs[tag]
                         samples[tag][proto][c].append(
                             lab.run_client(load, proto, st.services[measured_name(proto, c)]["ip"], seconds))
