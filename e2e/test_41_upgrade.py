@@ -6,6 +6,8 @@ exactly the table it would have written on an empty node. The earlier layouts:
     `pick-<proto>-<N>` chain (main at a526f49, before the count sets of pick_chains.h);
   - slot-walk.nft: the shared pick chain that walked the slots, one rule per count 1..16 (main at
     7a3d4a5, before the search over the count of pick_chains.h);
+  - slot-search.nft: the search over the slots whose probes keyed `tcp dport` (with its `meta
+    l4proto` test in every probe), before they keyed `th dport` (main at 8798376);
   - firewall-chains.nft: loadBalancerSourceRanges as a `firewall-<ns>/<name>` chain per service
     behind the verdict map @firewall-ips (main at 8f0bc76, before the @firewall-allow interval set).
 
@@ -34,6 +36,7 @@ OLD_LAYOUTS = {
     "chain-per-service.nft": ["chain service-default/steady/tcp/http", "map backends-tcp-"],
     "shared-dispatch-goto.nft": ["chain pick-tcp-2 {", ' : goto pick-tcp-2,'],
     "slot-walk.nft": ["chain pick-tcp {", "offset 16 != @backends-tcp"],
+    "slot-search.nft": ["chain cluster-ip-services {", "ip daddr . tcp dport . numgen random mod 1 offset 1 != @backends-tcp"],
     "firewall-chains.nft": ["chain firewall-default/fw {", ": goto firewall-default/fw"],
 }
 CLIENT, EP1, EP2, EP3 = "10.244.0.11", "10.244.0.12", "10.244.0.13", "10.244.0.14"

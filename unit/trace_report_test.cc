@@ -374,7 +374,7 @@ TEST_CASE("rule text: every rule we render reads as nft lists it, never as its J
        {"meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade fully-random",
         "ct status dnat ip saddr . ip daddr @hairpin masquerade fully-random", "ip daddr @cluster-ips reject", "reject",
         "ip daddr 172.30.0.0/16 drop", "ip6 daddr fd00:172:30::/112 drop", "ct state new jump firewall-check",
-        "ip daddr . tcp dport . numgen random mod 1 offset 2 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 2 map @backends-tcp",
+        "ip daddr . th dport . numgen random mod 1 offset 2 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 2 map @backends-tcp",
         "ip daddr . tcp dport . numgen random mod 1 @backends-tcp goto pick-tcp",
         "ip saddr != 10.0.0.0/8 fib saddr type != local ip daddr . meta l4proto . th dport vmap @local-service-ips",
         "ip daddr @cluster-ips jump cluster-ip-services", "ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000",

@@ -24,6 +24,22 @@ std::vector<Expr> destinationFields(Family f, KeySpace s, api::Protocol proto) {
   return fields;
 }
 
+namespace {
+
+// The probe key of the search chains: `th dport` where the dnat's key says `tcp dport`. Only the
+// entry rule of the key space goes to a search chain, and its `tcp dport` has tested the protocol;
+// `tcp dport` in every probe would test it again (nft puts `meta l4proto tcp` before the load):
+// two expressions more per probe on the first packet of every connection. The dnat keeps `tcp
+// dport`: nft 1.0.6 JSON refuses `th` beside `ip daddr` inside a dnat map (destinationFields).
+std::vector<Expr> probeFields(Family f, KeySpace s) {
+  std::vector<Expr> fields;
+  if (keyedByAddress(s)) fields.push_back(ex::payload(familyName(f), "daddr"));
+  fields.push_back(ex::payload("th", "dport"));
+  return fields;
+}
+
+}  // namespace
+
 std::string backendsMapName(KeySpace space, api::Protocol proto) {
   std::string name = space == KeySpace::NodePort || space == KeySpace::LocalNodePort ? "nodeport-" : "";
   if (localSubset(space)) name += "local-";
@@ -99,6 +115,7 @@ void searchChains(Family f, const Pool& pool, const std::string& name, uint32_t 
                   std::vector<Chain>& out) {
   const auto& [space, proto] = pool;
   const std::vector<Expr> dest = destinationFields(f, space, proto);
+  const std::vector<Expr> probe = probeFields(f, space);
   const std::string map = backendsMapName(space, proto);
   auto dnatAmong = [&](uint32_t n) {
     std::vector<Expr> key = dest;
@@ -110,7 +127,7 @@ void searchChains(Family f, const Pool& pool, const std::string& name, uint32_t 
   while (lo < hi) {
     // Slot m missing: the count is in [lo, m]; present: in [m + 1, hi], the rest of this chain.
     const uint32_t m = searchSlot(lo, hi);
-    std::vector<Expr> slot = dest;
+    std::vector<Expr> slot = probe;
     slot.push_back(ex::numgenRandom(1, m));
     Stmt missing = st::matchSet(ex::concat(slot), map, true);
     if (m == lo) {

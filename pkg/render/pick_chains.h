@@ -8,13 +8,13 @@
 //                      elements = { 10.96.0.10 . 80 . 0 : 10.244.1.2 . 8080, ... . 1 : ..., ... . 2 : ... } }
 //   chain pick { ip daddr . tcp dport . numgen random mod 1 @backends-tcp goto pick-tcp }
 //   chain pick-tcp {
-//     ip daddr . tcp dport . numgen random mod 1 offset 1 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 1 map @backends-tcp
-//     ip daddr . tcp dport . numgen random mod 1 offset 2 != @backends-tcp dnat ... mod 2 ...
-//     ip daddr . tcp dport . numgen random mod 1 offset 4 != @backends-tcp goto pick-tcp-3-4
-//     ip daddr . tcp dport . numgen random mod 1 offset 8 != @backends-tcp goto pick-tcp-5-8
-//     ip daddr . tcp dport . numgen random mod 1 offset 12 != @backends-tcp goto pick-tcp-9-12
-//     ip daddr . tcp dport . numgen random mod 1 offset 14 != @backends-tcp goto pick-tcp-13-14
-//     ip daddr . tcp dport . numgen random mod 1 offset 15 != @backends-tcp dnat ... mod 15 ...
+//     ip daddr . th dport . numgen random mod 1 offset 1 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 1 map @backends-tcp
+//     ip daddr . th dport . numgen random mod 1 offset 2 != @backends-tcp dnat ... mod 2 ...
+//     ip daddr . th dport . numgen random mod 1 offset 4 != @backends-tcp goto pick-tcp-3-4
+//     ip daddr . th dport . numgen random mod 1 offset 8 != @backends-tcp goto pick-tcp-5-8
+//     ip daddr . th dport . numgen random mod 1 offset 12 != @backends-tcp goto pick-tcp-9-12
+//     ip daddr . th dport . numgen random mod 1 offset 14 != @backends-tcp goto pick-tcp-13-14
+//     ip daddr . th dport . numgen random mod 1 offset 15 != @backends-tcp dnat ... mod 15 ...
 //     dnat ... mod 16 ... }
 //   chain pick-tcp-5-8 {
 //     ... offset 6 != @backends-tcp goto pick-tcp-5-6
