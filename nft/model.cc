@@ -1,6 +1,7 @@
 #include "nft/model.h"
 
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace kpn::nft {
@@ -25,11 +26,22 @@ Rule makeRule(const std::vector<Stmt>& stmts, std::string comment) {
 
 namespace {
 // Never shrinks: names are bounded by our layout (and, after a listing, by what our tables held).
-const std::string* internName(const std::string& name) {
+const std::string* internShared(const std::string& name) {
   static std::mutex mu;
   static auto* names = new std::unordered_set<std::string>();  // node-based: stable addresses
   std::lock_guard<std::mutex> lock(mu);
   return &*names->insert(name).first;
+}
+
+// Every element takes its set's name, and a full render makes them on two threads: each thread
+// asks the shared table once per name, then keeps the answer (the names are a few dozen).
+const std::string* internName(const std::string& name) {
+  thread_local std::unordered_map<std::string, const std::string*> known;
+  auto it = known.find(name);
+  if (it != known.end()) return it->second;
+  const std::string* interned = internShared(name);
+  known.emplace(name, interned);
+  return interned;
 }
 }  // namespace
 

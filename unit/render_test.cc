@@ -217,3 +217,78 @@ TEST_CASE("boundedComment: short text unchanged, long text exactly 128 bytes wit
   CHECK(render::boundedComment(std::string(129, 'x')) == longer);
   CHECK(render::boundedComment(std::string(130, 'x')) != longer);
 }
+
+namespace {
+
+// Services of every kind the render has a path for, `count` of them, with endpoints drawn from
+// `seed` (the same seed gives the same state).
+state::ClusterState mixedState(int count, int seed) {
+  state::ClusterState st;
+  for (int i = 0; i < count; ++i) {
+    const std::string name = "s" + std::to_string(i);
+    const std::string ip = "172.30." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
+    std::vector<std::string> ips = {ip};
+    if (i % 7 == 0) ips.push_back("fd00:172:30::" + std::to_string(i + 1));
+    auto svc = service("ns", name, ips, {port("http", 80), port("dns", 53, api::Protocol::UDP)});
+    if (i % 5 == 1) {
+      svc->type = "NodePort";
+      svc->ports[0].nodePort = 30000 + i;
+    }
+    if (i % 5 == 2) {
+      svc->type = "LoadBalancer";
+      svc->ports[0].nodePort = 30000 + i;
+      svc->loadBalancerIngress.push_back({"198.51." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1)});
+      if (i % 10 == 2) svc->externalTrafficPolicy = "Local", svc->healthCheckNodePort = 32000 + i % 700;
+    }
+    if (i % 11 == 3) svc->sessionAffinity = "ClientIP";
+    if (i % 13 == 4) svc->internalTrafficPolicy = "Local";
+    st.upsertService(svc);
+    const int eps = (i * 7 + seed) % 19;  // 0..18: no endpoints, the pool, and above it
+    std::vector<Ep> v4, v6;
+    for (int e = 0; e < eps; ++e) {
+      const int host = (e * 3 + seed + i) % 40;
+      v4.push_back({"10.244." + std::to_string(host % 4) + "." + std::to_string(host + 2), std::nullopt, std::nullopt,
+                    std::nullopt, host % 3 == 0 ? "node-a" : "node-b"});
+      v6.push_back({"fd00:10:244::" + std::to_string(host + 2)});
+    }
+    st.upsertSlice(slice("ns", name + "-1", name, {epPort("http", 8080), epPort("dns", 5353, api::Protocol::UDP)}, v4));
+    if (i % 7 == 0)
+      st.upsertSlice(slice("ns", name + "-6", name, {epPort("http", 8080), epPort("dns", 5353, api::Protocol::UDP)},
+                           v6, "IPv6"));
+  }
+  return st;
+}
+
+}  // namespace
+
+TEST_CASE("a render of many services on two threads is the render on one: the table, the plan and the sticky slot orders") {
+  const int services = int(render::Renderer::kThreadedRenderMinServices) * 3;
+  render::Renderer one(config()), two(config());
+  one.setRenderThreads(1);
+  two.setRenderThreads(2);
+  for (int seed : {0, 5, 11}) {  // later seeds: endpoints change, the orders stick from the render before
+    INFO("seed " << seed);
+    state::ClusterState st = mixedState(services, seed);
+    const nft::Ruleset& a = one.render(st, nullptr);
+    const nft::Ruleset& b = two.render(st, nullptr);
+    checkSameParts(b, a, seed);
+    CHECK(nft::planReconcile({}, b).txn.toText() == nft::planReconcile({}, a).txn.toText());
+    CHECK(two.slots() == one.slots());
+    CHECK(two.slots().orders().size() == one.slots().orders().size());
+  }
+  // An incremental render of a batch of changes as big: two threads too, the same result.
+  state::ClusterState changed = mixedState(services, 17);
+  std::set<std::string> keys;
+  for (const auto& [key, svc] : changed.services) keys.insert(key);
+  const nft::Ruleset& a = one.render(changed, &keys);
+  const nft::Ruleset& b = two.render(changed, &keys);
+  checkSameParts(b, a, 17);
+  CHECK(two.slots() == one.slots());
+  REQUIRE(two.touchedOwners() != nullptr);  // it was incremental
+  CHECK(*two.touchedOwners() == *one.touchedOwners());
+  // Fewer services than the threshold: one thread, the same result.
+  state::ClusterState small = mixedState(20, 3);
+  CHECK(nft::planReconcile({}, two.render(small, nullptr)).txn.toText() ==
+        nft::planReconcile({}, one.render(small, nullptr)).txn.toText());
+  CHECK(two.slots() == one.slots());
+}

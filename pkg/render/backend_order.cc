@@ -65,12 +65,28 @@ typename Map::mapped_type firstAdopted(const Map& adopted, const std::vector<std
   }
   return {};
 }
+
+// The service's entry: found, or (a render on one thread) made. `find` first: with the entries
+// prepared (prepareServices), threads rendering different services only read the outer map.
+template <typename Map>
+typename Map::mapped_type& entryOf(Map& all, const std::string& serviceKey) {
+  auto it = all.find(serviceKey);
+  return it != all.end() ? it->second : all[serviceKey];
+}
+
 }  // namespace
+
+void BackendOrders::prepareServices(const std::vector<std::string>& serviceKeys) {
+  for (const std::string& key : serviceKeys) {
+    orders_.try_emplace(key);
+    tables_.try_emplace(key);
+  }
+}
 
 EndpointOrder BackendOrders::place(const std::string& serviceKey, const std::string& owner,
                                    const std::vector<std::string>& endpoints,
                                    const std::vector<std::string>& adoptFrom) {
-  auto& byOwner = orders_[serviceKey];
+  auto& byOwner = entryOf(orders_, serviceKey);
   auto it = byOwner.find(owner);
   EndpointOrder order =
       stickyOrder(it != byOwner.end() ? it->second.unpacked() : firstAdopted(adopted_, adoptFrom), endpoints);
@@ -81,7 +97,7 @@ EndpointOrder BackendOrders::place(const std::string& serviceKey, const std::str
 const HashTable& BackendOrders::placeTable(const std::string& serviceKey, const std::string& owner,
                                           const std::vector<std::string>& endpoints,
                                           const std::vector<std::string>& adoptFrom) {
-  auto& byOwner = tables_[serviceKey];
+  auto& byOwner = entryOf(tables_, serviceKey);
   auto it = byOwner.find(tableOwner(owner));
   if (it == byOwner.end()) it = byOwner.emplace(tableOwner(owner), firstAdopted(adoptedTables_, adoptFrom)).first;
   it->second = updateHashTable(it->second, endpoints);

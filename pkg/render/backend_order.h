@@ -45,6 +45,10 @@ class BackendOrders {
   const HashTable& placeTable(const std::string& serviceKey, const std::string& owner,
                               const std::vector<std::string>& endpoints, const std::vector<std::string>& adoptFrom = {});
   static std::string tableOwner(const std::string& owner) { return "hash " + owner; }
+  // Before a render on several threads: an (empty) entry for each of `serviceKeys`, so that
+  // place() and placeTable() for different services touch different inner maps and never insert
+  // into the outer ones the threads share. retain() drops the entries that stay empty.
+  void prepareServices(const std::vector<std::string>& serviceKeys);
   // Forgets every order and table of the service except those named in `keep`.
   void retain(const std::string& serviceKey, const std::vector<std::string>& keep);
   void erase(const std::string& serviceKey) {

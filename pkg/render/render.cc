@@ -2,6 +2,9 @@
 
 #include <glog/logging.h>
 
+#include <exception>
+#include <thread>
+
 #include "pkg/render/affinity.h"
 #include "pkg/render/layout.h"
 #include "pkg/render/localhost_nodeports.h"
@@ -51,7 +54,10 @@ void Renderer::usePicks(size_t family, const std::string& key, std::vector<Pick>
   if (!picks.empty()) byService.emplace(key, std::move(picks));
 }
 
-Renderer::Renderer(services::NodeConfig cfg) : cfg_(std::move(cfg)) {}
+Renderer::Renderer(services::NodeConfig cfg) : cfg_(std::move(cfg)) {
+  const unsigned cpus = std::thread::hardware_concurrency();  // may say 0
+  threads_ = cpus >= 2 ? 2 : 1;
+}
 
 Ruleset Renderer::skeleton() const {
   Ruleset rs;
@@ -108,17 +114,56 @@ const Ruleset& Renderer::render(const state::ClusterState& st, const std::set<st
 
   if (!incremental)
     for (size_t f = 0; f < 2; ++f) picksByService_[f].clear(), pickUsers_[f].clear();
-  for (const std::string& key : keys) {
+  // Each service's parts, one per family. A service's render reads the state, the claims, the
+  // least-connection choices (by owner, which names the family: what the first family's render
+  // adopts below is never the second's) and the environment, and writes only its own slot orders;
+  // what it returns is applied below in key order, as one thread would have. So a render of many
+  // services (start-up, a changed environment, a big batch of changes) runs on two threads, each
+  // on its own contiguous half of the keys: the render is ~20 % of a cold start's sync at 10k.
+  const size_t families = last_.tables.size();
+  std::vector<ServicePart> rendered(keys.size() * families);
+  auto renderRange = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const api::Service* svc = proxied(keys[i]);
+      if (!svc) continue;
+      const std::vector<const api::EndpointSlice*> slices = services::slicesOf(st, keys[i]);
+      for (size_t f = 0; f < families; ++f) {
+        const Family family = last_.tables[f].family;
+        rendered[i * families + f] =
+            renderServicePart(*svc, slices, cfg_, family, orders_, env_.of(family), &claims_, &choices_);
+      }
+    }
+  };
+  if (threads_ > 1 && keys.size() >= kThreadedRenderMinServices) {
+    orders_.prepareServices(keys);
+    const size_t half = keys.size() / 2;
+    std::exception_ptr failed;
+    std::thread second([&] {
+      try {
+        renderRange(half, keys.size());
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    try {
+      renderRange(0, half);
+    } catch (...) {
+      second.join();
+      throw;
+    }
+    second.join();
+    if (failed) std::rethrow_exception(failed);
+  } else {
+    renderRange(0, keys.size());
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& key = keys[i];
     if (incremental) touched_.insert(ownerOf(key));
-    const api::Service* svc = proxied(key);
-    const std::vector<const api::EndpointSlice*> slices =
-        svc ? services::slicesOf(st, key) : std::vector<const api::EndpointSlice*>{};
     std::vector<std::string> placed;
     std::vector<services::LeastConnPort> leastConn;
-    for (size_t f = 0; f < last_.tables.size(); ++f) {
+    for (size_t f = 0; f < families; ++f) {
       Table& t = last_.tables[f];
-      ServicePart sp;
-      if (svc) sp = renderServicePart(*svc, slices, cfg_, t.family, orders_, env_.of(t.family), &claims_, &choices_);
+      ServicePart& sp = rendered[i * families + f];
       placed.insert(placed.end(), sp.orderOwners.begin(), sp.orderOwners.end());
       for (services::LeastConnPort& lc : sp.leastConn) leastConn.push_back(std::move(lc));
       // What a restart found stays the choice until the counts make one (no render needed).

@@ -62,6 +62,11 @@ class Renderer : public services::LeastConnTarget {
   // The declarations-only ruleset (no parts): what the start-up native transaction needs.
   nft::Ruleset skeleton() const;
 
+  // A render of at least kThreadedRenderMinServices services runs on this many threads (1 or 2;
+  // default 2 where the machine has 2 CPUs or more). Tests set it to compare both ways.
+  void setRenderThreads(unsigned n) { threads_ = n > 1 ? 2 : 1; }
+  static constexpr size_t kThreadedRenderMinServices = 256;
+
   // After an incremental render: the owners (table.parts keys) it may have changed; every other
   // Part is the same pointer as in the render before. nullptr after a from-scratch render.
   const std::set<std::string>* touchedOwners() const { return lastWasIncremental_ ? &touched_ : nullptr; }
@@ -86,6 +91,7 @@ class Renderer : public services::LeastConnTarget {
   void usePicks(size_t family, const std::string& key, std::vector<Pick> picks);
   void noteLeastConn(const std::string& key, std::vector<services::LeastConnPort> ports);
   bool lastWasIncremental_ = false;
+  unsigned threads_ = 1;
 };
 
 }  // namespace kpn::render
