@@ -25,7 +25,7 @@ measured on the three tables in a rotating order. Reported: medians over the rou
 of the per-round ratios ours/upstream and ours/small (same round, same seconds of machine noise).
 
 Usable as a module (run_bench.py runs it as a phase) or by hand, as root:
-  python3 bench/datapath_bench.py [--binary build/kube-proxy-nft] [--services 10000] [--rounds 5]
+  python3 bench/datapath_bench.py [--binary build/kube-proxy-nft] [--services 10000] [--rounds 15]
                                   [--baseline-binary OLD/kube-proxy-nft]
 """
 import argparse
@@ -260,8 +260,8 @@ def main():
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "kube-proxy-nft"))
     ap.add_argument("--services", type=int, default=10000)
     ap.add_argument("--endpoints", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench-datapath.json"))
     ap.add_argument("--baseline-binary", default=None,
                     help="an older build, measured on the big state as a fourth table in the same rounds")
