@@ -184,6 +184,7 @@ class Run {
     } catch (const Unsupported& u) {
       c.verdict = Verdict::Unsupported;
       c.notes = notes_;
+      c.notes.insert(c.notes.end(), misses_.begin(), misses_.end());
       c.notes.push_back(std::string("unsupported: ") + u.what());
       c.path = std::move(path_);
       c.chains = std::move(chains_);
@@ -196,6 +197,9 @@ class Run {
     c.masquerade = masquerade_;
     c.sourceSeen = pkt_.saddr;
     c.notes = std::move(notes_);
+    // A map miss is worth a note when nothing translated the packet after it; a miss that a later
+    // rule made good (the pick's first try at a slot, pick_chains.h) is part of the normal path.
+    if (!dnat_) c.notes.insert(c.notes.end(), misses_.begin(), misses_.end());
     c.recorded = std::move(recorded_);
     c.setLookups = std::move(setLookups_);
     c.path = std::move(path_);
@@ -486,7 +490,7 @@ class Run {
       }
     } catch (const Break& b) {
       if (!b.note.empty()) {
-        notes_.push_back(b.note + " (chain " + c.name + ": " + ruleText(rule) + ")");
+        misses_.push_back(b.note + " (chain " + c.name + ": " + ruleText(rule) + ")");
         path_.push_back({hook_, c.name, ruleText(rule), "no match: " + b.note, rule.comment, std::move(lookups_)});
       }
       return {};
@@ -790,6 +794,7 @@ class Run {
   size_t rulesRun_ = 0;
   std::vector<Step> path_;
   std::vector<std::string> notes_;
+  std::vector<std::string> misses_;  // map misses: notes only if the packet ends untranslated
   std::vector<Lookup> lookups_;  // of the rule being evaluated
   std::string chain_;            // of the rule being evaluated
   std::vector<std::string> setLookups_;

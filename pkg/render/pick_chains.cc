@@ -124,7 +124,17 @@ void searchChains(Family f, const Pool& pool, const std::string& name, uint32_t 
   };
   out.push_back(Chain{name, std::nullopt, {}});
   const size_t self = out.size() - 1;
+  bool tried = false;
   while (lo < hi) {
+    // Once every count left is over half of hi, first a try: dnat to a random one of hi slots.
+    // It lands (slot r exists: r < N) with a chance of N / hi, at least a half, and then r is
+    // uniform over the N slots; when it misses, the map lookup ends the rule and the search
+    // goes on to an exact dnat among N. The mixture of two uniform choices is uniform (each
+    // endpoint: 1/hi + (1 - N/hi) / N = 1/N), and the count hi itself costs no more probes.
+    if (!tried && 2 * lo > hi) {
+      out[self].rules.push_back(makeRule({dnatAmong(hi)}, "try " + endpointsComment(lo, hi)));
+      tried = true;
+    }
     // Slot m missing: the count is in [lo, m]; present: in [m + 1, hi], the rest of this chain.
     const uint32_t m = searchSlot(lo, hi);
     std::vector<Expr> slot = probe;

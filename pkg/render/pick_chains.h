@@ -29,14 +29,17 @@
 // it: a chain covers the counts lo..hi, each rule asks whether one slot m is missing (then the
 // count is in lo..m: dnat when that is one count, else goto the chain of lo..m) and the chain's
 // next rules go on with m+1..hi. Which slot each step asks (searchSlot): 1, then 2, then galloping
-// (4, 8) until halving the rest is smaller, so the common counts stay as cheap as a linear walk
-// and no count pays more than one lookup above it. Slot lookups in the pick chains (first packet
-// of a connection only; add one for `pick`'s slot 0 and one for the dnat map):
-//   count     1  2  3  4  5  6  7  8  9..16  17+
-//   search    1  2  4  4  6  6  6  6  7      (its own chain: 0)
-//   linear    1  2  3  4  5  6  7  8  9..16  (the layout before: rule N fired after N lookups)
-// A balanced search after slot 1 would take 4-5 lookups for every count from 2 to 16: up to
-// three more for the 2-4 endpoints most services have (two at 2), to save two at 9-16.
+// (4, 8) until halving the rest is smaller, so the common counts stay as cheap as a linear walk.
+// Where every count left is over half of the chain's top hi, the chain first tries a dnat among
+// hi slots (`numgen random mod hi`): it lands with a chance of N / hi, uniform over the N, and a
+// miss (no slot r) ends the rule and the search goes on, so the pick stays exactly uniform and a
+// power of two needs no probe after its gallop. Lookups in the pick chains (probes, tries, dnat
+// map; first packet of a connection only; add one for `pick`'s slot 0), mean over the draws:
+//   count        1  2  3    4  5    6    7    8  9    12   16  17+
+//   with tries   2  3  4.5  4  5.9  5.5  5.4  5  6.1  5.5  5   (its own chain: 0)
+//   search only  2  3  5    5  7    7    7    7  8    8    8
+// A balanced search after slot 1 would take 5-6 for every count from 2 to 16: up to three more
+// for the 2-4 endpoints most services have.
 // The tree's rules depend on the count alone and exist for every count of the pool, used or not,
 // so they never change with the services. Why count by slots and not by a verdict
 // `goto pick-tcp-N` per destination: adding or changing a goto/jump element
