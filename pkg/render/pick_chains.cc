@@ -24,22 +24,6 @@ std::vector<Expr> destinationFields(Family f, KeySpace s, api::Protocol proto) {
   return fields;
 }
 
-namespace {
-
-// The probe key of the search chains: `th dport` where the dnat's key says `tcp dport`. Only the
-// entry rule of the key space goes to a search chain, and its `tcp dport` has tested the protocol;
-// `tcp dport` in every probe would test it again (nft puts `meta l4proto tcp` before the load):
-// two expressions more per probe on the first packet of every connection. The dnat keeps `tcp
-// dport`: nft 1.0.6 JSON refuses `th` beside `ip daddr` inside a dnat map (destinationFields).
-std::vector<Expr> probeFields(Family f, KeySpace s) {
-  std::vector<Expr> fields;
-  if (keyedByAddress(s)) fields.push_back(ex::payload(familyName(f), "daddr"));
-  fields.push_back(ex::payload("th", "dport"));
-  return fields;
-}
-
-}  // namespace
-
 std::string backendsMapName(KeySpace space, api::Protocol proto) {
   std::string name = space == KeySpace::NodePort || space == KeySpace::LocalNodePort ? "nodeport-" : "";
   if (localSubset(space)) name += "local-";
@@ -115,7 +99,13 @@ void searchChains(Family f, const Pool& pool, const std::string& name, uint32_t 
                   std::vector<Chain>& out) {
   const auto& [space, proto] = pool;
   const std::vector<Expr> dest = destinationFields(f, space, proto);
-  const std::vector<Expr> probe = probeFields(f, space);
+  // The probes key `th dport` where the dnat says `tcp dport`: only the key space's entry rule
+  // leads here, and its `tcp dport` has tested the protocol; `tcp dport` in a probe would test it
+  // again (nft puts `meta l4proto tcp` before the load), two expressions more per probe on the
+  // first packet of every connection. The dnat keeps it: nft 1.0.6 JSON refuses `th` beside `ip
+  // daddr` inside a dnat map (destinationFields).
+  std::vector<Expr> probe = dest;
+  probe.back() = ex::payload("th", "dport");
   const std::string map = backendsMapName(space, proto);
   auto dnatAmong = [&](uint32_t n) {
     std::vector<Expr> key = dest;
