@@ -6,6 +6,7 @@ an entry loopback is never a NodePort. Every check is a real connection from the
 the echo servers say which endpoint answered and which source it saw."""
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -56,6 +57,20 @@ def scrape(lab):
     return r["body"]
 
 
+def wait_listeners(lab, timeout=10.0, **want):
+    """Until the listeners gauge reads `want` per family (IPv4=2, IPv6=None for "no series"): the
+    listeners follow a sync (its `sync done` line comes first), so a test that connects right
+    after the line would race them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = scrape(lab)
+        have = {fam: metric_sample(body, LISTENERS, ip_family=fam) for fam in want}
+        if have == want:
+            return body
+        assert time.monotonic() < deadline, f"listeners {have}, expected {want}:\n{body}"
+        time.sleep(0.05)
+
+
 def cluster(local, remote, far=False):
     """The services of the main scenario: eTP=Cluster (TCP + UDP + SCTP NodePorts; a local pod,
     a remote pod and the far endpoint), eTP=Local with a local and a remote endpoint, eTP=Local
@@ -78,6 +93,7 @@ def test_loopback_nodeports_tcp_local_and_remote_endpoints_etp_and_udp_rejected(
     lab.add_upstream_witness([FAR_V4, FAR_V6], tcp=[80], udp=[53])
     lab.manifests.write("all.yaml", cluster(local, remote, far=True))
     d = lab.start_daemon(["--nodeport-addresses=primary,localhost"])
+    wait_listeners(lab, IPv4=2, IPv6=2)  # web and mixed (away has no local endpoint)
     node, node_addrs = lab.agent("node"), lab.node_addresses()
 
     # eTP=Cluster over TCP: every endpoint (this node's pod, node2's pod, the far one), which sees
@@ -134,6 +150,7 @@ def test_loopback_nodeports_tcp_local_and_remote_endpoints_etp_and_udp_rejected(
     # A restart over the table commits nothing, and the counters keep their counts.
     d.stop()
     d = lab.start_daemon(["--nodeport-addresses=primary,localhost"], label="restart")
+    wait_listeners(lab, IPv4=2, IPv6=2)
     assert d.syncs()[0]["ops"] == 0, f"restart changed the ruleset: {d.syncs()[0]}\n{d.tail()}"
     assert metric_sample(scrape(lab), REJECTED, ip_family="IPv4", protocol="UDP") == 2
     expect_answers(node, "127.0.0.1", 30001, {local.v4}, node_addrs, what="after the restart")
@@ -175,6 +192,7 @@ def test_without_a_loopback_entry_loopback_is_never_a_nodeport(lab):
     # them, and loopback answers at once.
     netlab._kill_group(own)  # the node's own loopback listeners go: the ports are the listeners' now
     d = lab.start_daemon(["--nodeport-addresses=primary,localhost"], label="turned-on")
+    wait_listeners(lab, IPv4=2, IPv6=2)
     expect_answers(node, "127.0.0.1", 30001, {local.v4, remote.v4}, lab.node_addresses(), what="turned on")
     expect_refused(node, "127.0.0.1", 30053, proto="udp", what="turned on")
     assert metric_sample(scrape(lab), REJECTED, ip_family="IPv4", protocol="UDP") == 1
@@ -199,8 +217,8 @@ def test_a_listener_that_cannot_bind_is_counted_and_retried(lab):
     with d.change():  # any change syncs, and a sync tries the failed listener again
         lab.manifests.write("all.yaml", cluster(local, remote) + [service(
             "nudge", [("http", 80, "TCP", 80)], ["10.96.0.49", "fd00:10:96::49"])])
+    wait_listeners(lab, IPv4=2)
     expect_answers(node, "127.0.0.1", 30002, {local.v4}, node_addrs, what="opened at the next sync")
-    assert metric_sample(scrape(lab), LISTENERS, ip_family="IPv4") == 2
 
 
 def test_client_ip_affinity_pins_every_loopback_client_to_one_endpoint(lab):
@@ -212,6 +230,7 @@ def test_client_ip_affinity_pins_every_loopback_client_to_one_endpoint(lab):
     sticky["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 600}}
     lab.manifests.write("all.yaml", [node_object(), sticky] + slices("sticky", [("http", 80, "TCP")], local=eps))
     lab.start_daemon(["--nodeport-addresses=primary,localhost"])
+    wait_listeners(lab, IPv4=1, IPv6=1)
     node = lab.agent("node")
     for host in ("127.0.0.1", "::1"):
         own, _, errs = netlab.answers(node.many("tcp", host, 30004, 24, timeout=2.0))
