@@ -8,6 +8,8 @@ exactly the table it would have written on an empty node. The earlier layouts:
     7a3d4a5, before the search over the count of pick_chains.h);
   - slot-search.nft: the search over the slots whose probes keyed `tcp dport` (with its `meta
     l4proto` test in every probe), before they keyed `th dport` (main at 8798376);
+  - numgen-probes.nft: the same search whose probes spelled their slot `numgen random mod 1 offset
+    N` (a random draw per probe), before `meta length & N | N` (main at 4ce866d);
   - firewall-chains.nft: loadBalancerSourceRanges as a `firewall-<ns>/<name>` chain per service
     behind the verdict map @firewall-ips (main at 8f0bc76, before the @firewall-allow interval set).
 
@@ -37,6 +39,7 @@ OLD_LAYOUTS = {
     "shared-dispatch-goto.nft": ["chain pick-tcp-2 {", ' : goto pick-tcp-2,'],
     "slot-walk.nft": ["chain pick-tcp {", "offset 16 != @backends-tcp"],
     "slot-search.nft": ["chain cluster-ip-services {", "ip daddr . tcp dport . numgen random mod 1 offset 1 != @backends-tcp"],
+    "numgen-probes.nft": ["chain cluster-ip-services {", "ip daddr . th dport . numgen random mod 1 offset 1 != @backends-tcp"],
     "firewall-chains.nft": ["chain firewall-default/fw {", ": goto firewall-default/fw"],
 }
 CLIENT, EP1, EP2, EP3 = "10.244.0.11", "10.244.0.12", "10.244.0.13", "10.244.0.14"

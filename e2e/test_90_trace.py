@@ -178,7 +178,7 @@ def test_trace_cluster_ip_paths(lab):
     assert tr["service"] == "default/web:http"
     assert {c["address"] for c in tr["candidates"]} == {ep1.v4, ep2.v4}
     assert not tr["masquerade"]
-    assert f'"default/web:http"' in text and "offset 2 != @backends-tcp" in text, text
+    assert f'"default/web:http"' in text and "meta length & 2 | 2 != @backends-tcp" in text, text
     tr, _ = cross_check(lab, cli, "pod", pod.v6, CIP_V6, 80, "dnat", what="pod to ClusterIP (IPv6)")
     assert {c["address"] for c in tr["candidates"]} == {ep1.v6, ep2.v6}
     tr, _ = cross_check(lab, node, "node", NODE_V4, CIP_V4, 80, "dnat", what="node to ClusterIP")

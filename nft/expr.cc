@@ -58,6 +58,12 @@ Expr numgenRandom(uint32_t mod, uint32_t offset) {
   return {"{\"numgen\":{\"mode\":\"random\",\"mod\":" + std::to_string(mod) + ",\"offset\":" + u32Json(offset) + "}}",
           "numgen random mod " + std::to_string(mod) + " offset " + std::to_string(offset)};
 }
+Expr integerConstant(uint32_t v) {
+  const std::string n = std::to_string(v);
+  const Expr masked{"{\"&\":[{\"meta\":{\"key\":\"length\"}}," + n + "]}", "meta length & " + n};
+  if (v == 0) return masked;
+  return {"{\"|\":[" + masked.json + "," + n + "]}", masked.text + " | " + n};
+}
 Expr numgenInc(uint32_t mod) {
   return {"{\"numgen\":{\"mode\":\"inc\",\"mod\":" + std::to_string(mod) + ",\"offset\":0}}",
           "numgen inc mod " + std::to_string(mod)};

@@ -38,6 +38,12 @@ Expr number(int64_t n);
 Expr prefix(const std::string& canonicalIp, int len);
 Expr concat(const std::vector<Expr>& parts);
 Expr numgenRandom(uint32_t mod, uint32_t offset);
+// A 32-bit integer constant where nft 1.0.6 wants an expression (the left side of a lookup,
+// inside a concatenation, takes no literal): `meta length & v | v`, which is v for every packet
+// (`meta length & 0` for 0; both exactly as nft lists them back). In the kernel a meta load and
+// an inline bitwise op; `numgen random mod 1 offset v`, the other way to spell it, is a call that
+// draws a random number first (bench/datapath_bench.py).
+Expr integerConstant(uint32_t v);
 Expr numgenInc(uint32_t mod);                            // numgen inc mod N: exact rotation per rule
 Expr jhash(const Expr& input, uint32_t mod, uint32_t seed);  // jhash <input> mod N seed S
 Expr bitAnd(const Expr& e, uint32_t mask);

@@ -42,6 +42,16 @@ std::string hex(uint64_t v) {
 
 std::string expr(const JValue& e);
 
+// nft spells a bit operation's operand as the type of what it operates on: a mark in hex
+// (`meta mark | 0x00004000`), a plain integer in decimal (`meta length & 2 | 2`).
+bool operatesOnMark(const JValue& e) {
+  if (!e.IsObject() || e.MemberCount() != 1) return false;
+  const std::string k = e.MemberBegin()->name.GetString();
+  const JValue& b = e.MemberBegin()->value;
+  if ((k == "&" || k == "|" || k == "^") && b.IsArray() && b.Size() == 2) return operatesOnMark(b[0]);
+  return (k == "meta" || k == "ct") && member(b, "key") == "mark";
+}
+
 std::string list(const JValue& a, const char* sep) {
   if (!a.IsArray()) return expr(a);
   std::string out;
@@ -79,7 +89,8 @@ std::string expr(const JValue& e) {
   if (key == "elem") return expr(b["val"]);
   if (key == "map") return expr(b["key"]) + " map " + expr(b["data"]);
   if ((key == "&" || key == "|" || key == "^") && b.IsArray() && b.Size() == 2)
-    return expr(b[0]) + " " + key + " " + (b[1].IsUint64() ? hex(b[1].GetUint64()) : expr(b[1]));
+    return expr(b[0]) + " " + key + " " +
+           (b[1].IsUint64() && operatesOnMark(b[0]) ? hex(b[1].GetUint64()) : expr(b[1]));
   if (key == "goto" || key == "jump") return key + " " + member(b, "target");
   if (key == "accept" || key == "drop" || key == "return" || key == "continue") return key;
   throw Unreadable();

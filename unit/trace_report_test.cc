@@ -164,7 +164,7 @@ TEST_CASE("trace report: a ClusterIP from a pod: DNAT to both endpoints at 1/2, 
   // The slot-0 lookup that lets the destination into the pick: its key, the element and its
   // comment; then the pick on the first missing slot (2), merged.
   CHECK(has(t.text, "@backends-tcp key 172.30.0.10 . 80 . 0: element 172.30.0.10 . 80 . 0 \"ns/web:http\" : 10.0.1.7 . 8080\n"));
-  CHECK(has(t.text, "numgen random mod 1 offset 2 != @backends-tcp dnat ip to"));
+  CHECK(has(t.text, "ip daddr . th dport . meta length & 2 | 2 != @backends-tcp dnat ip to"));
   CHECK(has(t.text, "→ dnat to one of 2 candidates\n"));
   CHECK(has(t.text, "[1] 50% (random) 10.0.1.7:8080, source seen 10.0.1.5\n"));
   CHECK(has(t.text, "masquerade: no — "));
@@ -374,8 +374,8 @@ TEST_CASE("rule text: every rule we render reads as nft lists it, never as its J
        {"meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade fully-random",
         "ct status dnat ip saddr . ip daddr @hairpin masquerade fully-random", "ip daddr @cluster-ips reject", "reject",
         "ip daddr 172.30.0.0/16 drop", "ip6 daddr fd00:172:30::/112 drop", "ct state new jump firewall-check",
-        "ip daddr . th dport . numgen random mod 1 offset 2 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 2 map @backends-tcp",
-        "ip daddr . tcp dport . numgen random mod 1 @backends-tcp goto pick-tcp",
+        "ip daddr . th dport . meta length & 2 | 2 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 2 map @backends-tcp",
+        "ip daddr . tcp dport . meta length & 0 @backends-tcp goto pick-tcp",
         "ip saddr != 10.0.0.0/8 fib saddr type != local ip daddr . meta l4proto . th dport vmap @local-service-ips",
         "ip daddr @cluster-ips jump cluster-ip-services", "ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000",
         "ip daddr . meta l4proto . th dport @firewall-ips ip daddr . meta l4proto . th dport . ip saddr != "

@@ -623,6 +623,7 @@ class Run {
   Atom meta(const std::string& key) {
     if (key == "l4proto") return Atom::integer(l4proto_, AtomType::L4Proto);
     if (key == "mark") return Atom::integer(mark_);
+    if (key == "length") return Atom::integer(pkt_.length);
     if (key == "nfproto") return Atom::symbol(pkt_.family == Family::IPv4 ? "ipv4" : "ipv6");
     std::string in = iifname_.empty() ? pkt_.iifname : iifname_;
     if (key == "iifname") return Atom::symbol(in, AtomType::IfName);  // "" without one, as the kernel

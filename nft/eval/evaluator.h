@@ -36,6 +36,7 @@ struct Packet {
   std::string protocol = "tcp";  // tcp | udp | sctp
   std::string iifname;           // input interface (prerouting); empty for output
   Entry entry = Entry::Prerouting;
+  uint32_t length = 60;          // meta length: a SYN with options over IPv4 (our rules mask it to a constant)
 };
 
 struct Route {

@@ -109,6 +109,8 @@ void searchChains(Family f, const Pool& pool, const std::string& name, uint32_t 
   const std::string map = backendsMapName(space, proto);
   auto dnatAmong = [&](uint32_t n) {
     std::vector<Expr> key = dest;
+    // `numgen random mod 1` for one endpoint too: nft's grammar takes no bit operation in a dnat's
+    // map key, so `meta length & 0` there would list back as a rule `nft -f` cannot read.
     key.push_back(ex::numgenRandom(n, 0));
     return st::dnatMap(f, ex::concat(key), map);
   };
@@ -128,7 +130,7 @@ void searchChains(Family f, const Pool& pool, const std::string& name, uint32_t 
     // Slot m missing: the count is in [lo, m]; present: in [m + 1, hi], the rest of this chain.
     const uint32_t m = searchSlot(lo, hi);
     std::vector<Expr> slot = probe;
-    slot.push_back(ex::numgenRandom(1, m));
+    slot.push_back(ex::integerConstant(m));
     Stmt missing = st::matchSet(ex::concat(slot), map, true);
     if (m == lo) {
       out[self].rules.push_back(makeRule({missing, dnatAmong(lo)}, endpointsComment(lo, lo)));
@@ -157,7 +159,7 @@ Chain entryChain(Family f, KeySpace space, const std::set<Pool>& pools) {
     // Slot 0 in the backends map: a destination with endpoints (one lookup for all other traffic).
     // Destinations of the dispatch maps have slots too, but their lookup came first and went.
     std::vector<Expr> key = destinationFields(f, space, proto);
-    key.push_back(ex::numgenRandom(1, 0));
+    key.push_back(ex::integerConstant(0));
     c.rules.push_back(makeRule({st::matchSet(ex::concat(key), backendsMapName(space, proto)),
                                 st::goTo(protocolPickChainName(space, proto))}));
   }

@@ -6,23 +6,24 @@
 //
 //   map backends-tcp { typeof ip daddr . tcp dport . numgen random mod 1 : ip daddr . tcp dport;
 //                      elements = { 10.96.0.10 . 80 . 0 : 10.244.1.2 . 8080, ... . 1 : ..., ... . 2 : ... } }
-//   chain pick { ip daddr . tcp dport . numgen random mod 1 @backends-tcp goto pick-tcp }
+//   chain pick { ip daddr . tcp dport . meta length & 0 @backends-tcp goto pick-tcp }
 //   chain pick-tcp {
-//     ip daddr . th dport . numgen random mod 1 offset 1 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 1 map @backends-tcp
-//     ip daddr . th dport . numgen random mod 1 offset 2 != @backends-tcp dnat ... mod 2 ...
-//     ip daddr . th dport . numgen random mod 1 offset 4 != @backends-tcp goto pick-tcp-3-4
-//     ip daddr . th dport . numgen random mod 1 offset 8 != @backends-tcp goto pick-tcp-5-8
-//     ip daddr . th dport . numgen random mod 1 offset 12 != @backends-tcp goto pick-tcp-9-12
-//     ip daddr . th dport . numgen random mod 1 offset 14 != @backends-tcp goto pick-tcp-13-14
-//     ip daddr . th dport . numgen random mod 1 offset 15 != @backends-tcp dnat ... mod 15 ...
+//     ip daddr . th dport . meta length & 1 | 1 != @backends-tcp dnat ip to ip daddr . tcp dport . numgen random mod 1 map @backends-tcp
+//     ip daddr . th dport . meta length & 2 | 2 != @backends-tcp dnat ... mod 2 ...
+//     ip daddr . th dport . meta length & 4 | 4 != @backends-tcp goto pick-tcp-3-4
+//     ip daddr . th dport . meta length & 8 | 8 != @backends-tcp goto pick-tcp-5-8
+//     ip daddr . th dport . meta length & 12 | 12 != @backends-tcp goto pick-tcp-9-12
+//     ip daddr . th dport . meta length & 14 | 14 != @backends-tcp goto pick-tcp-13-14
+//     ip daddr . th dport . meta length & 15 | 15 != @backends-tcp dnat ... mod 15 ...
 //     dnat ... mod 16 ... }
 //   chain pick-tcp-5-8 {
-//     ... offset 6 != @backends-tcp goto pick-tcp-5-6
-//     ... offset 7 != @backends-tcp dnat ... mod 7 ...
+//     ... & 6 | 6 != @backends-tcp goto pick-tcp-5-6
+//     ... & 7 | 7 != @backends-tcp dnat ... mod 7 ...
 //     dnat ... mod 8 ... }
 //   (and pick-tcp-3-4, pick-tcp-5-6, pick-tcp-9-12, pick-tcp-9-10, pick-tcp-13-14 alike)
 //
-// (`numgen random mod 1 offset i` is the constant i with the type of the maps' slot field.) The
+// (`meta length & i | i` is the constant i with the type of the maps' slot field, `meta length &
+// 0` the constant 0: nft 1.0.6 takes no literal on the left of a lookup; nft/expr.h.) The
 // `services` chain jumps to `pick` (and its siblings for the other key spaces) after the dispatch
 // verdict maps; `pick` lets through destinations that have slot 0, so other traffic pays one
 // lookup. The count N of a destination is its first missing slot, and the pick chains search for
