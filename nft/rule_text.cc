@@ -103,11 +103,11 @@ std::string statement(const JValue& s) {
   if (key == "match") {
     std::string op = member(b, "op");
     std::string right = expr(b["right"]);
-    // A mark, or a bit operation on one, compares with a hex number, spelled out as nft does.
+    // A mark, or a bit operation on one, compares with a hex number, spelled out as nft does;
+    // other integers, bit operations on them included, in decimal.
     const JValue& left = b["left"];
     bool bitwise = left.IsObject() && (left.HasMember("&") || left.HasMember("|") || left.HasMember("^"));
-    bool mark = bitwise || (left.IsObject() && left.HasMember("meta") && member(left["meta"], "key") == "mark");
-    if (mark && b["right"].IsUint64()) right = hex(b["right"].GetUint64());
+    if (operatesOnMark(left) && b["right"].IsUint64()) right = hex(b["right"].GetUint64());
     bool implicit = op == "in" || (op == "==" && !bitwise);
     return expr(left) + (implicit ? " " : " " + op + " ") + right;
   }

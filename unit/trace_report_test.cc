@@ -388,6 +388,12 @@ TEST_CASE("rule text: every rule we render reads as nft lists it, never as its J
         "ip daddr set meta l4proto . tcp dport map @nodeport-cluster-ips tcp dport set meta l4proto . tcp dport map "
         "@nodeport-cluster-ports meta mark set meta mark | 0x00004000 goto pick"})
     CHECK_MESSAGE(texts.count(listed) == 1, listed);
+  // A bit operation's operands and the value it is compared with: hex on a mark, decimal on any
+  // other integer (nft 1.0.6 lists `meta length & 2 == 2`, `ct mark & 0x00000010 == 0x00000010`).
+  CHECK(nft::ruleTextFromJson(R"([{"match":{"op":"==","left":{"&":[{"meta":{"key":"length"}},2]},"right":2}}])") ==
+        "meta length & 2 == 2");
+  CHECK(nft::ruleTextFromJson(R"([{"match":{"op":"==","left":{"&":[{"ct":{"key":"mark"}},16]},"right":16}}])") ==
+        "ct mark & 0x00000010 == 0x00000010");
   CHECK(nft::ruleTextFromJson(R"([{"osf":{}}])") == R"([{"osf":{}}])");  // unknown: the JSON itself
 }
 
