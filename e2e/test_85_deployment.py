@@ -94,9 +94,9 @@ def run_as_deployed(lab, init, pid_in_pod):
     # Traffic waits for the first sync: before it the node has no rules for the service (the
     # connections raced it on a loaded machine, and 1 of 18 timed out, with main's binary too).
     wait_until(lambda: "first sync done" in pod.stderr(), 30, "the first sync", pod)
-    # Our malloc tunables (nft/kernel/malloc_tunables.h: huge pages, no fastbins): the daemon
-    # re-executed itself with them, keeping its PID (asserted above), and its libnftables helper has them.
-    ours = "glibc.malloc.hugetlb=1:glibc.malloc.mxfast=0"
+    # Our malloc tunables (nft/kernel/malloc_tunables.h: no fastbins): the daemon re-executed
+    # itself with them, keeping its PID (asserted above), and its libnftables helper has them.
+    ours = "glibc.malloc.mxfast=0"
     assert tunables(host_pid) == ours, pod.tail()
     with open(f"/proc/{host_pid}/comm") as f:
         assert f.read().strip() == "kube-proxy", "the re-exec renamed the process (ps, pgrep)"

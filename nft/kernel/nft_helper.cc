@@ -59,10 +59,11 @@ class Contexts {
   // (SupervisedHelper::renew) then answers it without this cost.
   void warm() { ready(NftOp::Commit); }
 
-  NftAnswer run(NftOp op, const std::string& buf) {
+  // text.data() is NUL-terminated (requestText).
+  NftAnswer run(NftOp op, std::string_view text) {
     NftAnswer a;
     if (!refuseText_.empty() && (op == NftOp::Commit || op == NftOp::Check) &&
-        buf.find(refuseText_) != std::string::npos) {
+        text.find(refuseText_) != std::string_view::npos) {
       a.error = std::string("Operation not permitted (failpoint ") + kRefuseTextVar + ")";
       return a;
     }
@@ -71,7 +72,7 @@ class Contexts {
       a.error = "nft_ctx_new failed";
       return a;
     }
-    a.ok = nft_run_cmd_from_buffer(ctx.get(), buf.c_str()) == 0;
+    a.ok = nft_run_cmd_from_buffer(ctx.get(), text.data()) == 0;
     if (!a.ok) {
       const char* err = nft_ctx_get_error_buffer(ctx.get());
       a.error = err ? err : "unknown libnftables error";
@@ -131,14 +132,19 @@ bool parseScopeArg(const std::string& arg, ScopedTable* out) {
 
 // A Prepare request: the heap for the announced transaction, made present in the background
 // while the daemon renders and the transaction is read in. Only a hint: the answer is always ok.
-NftAnswer prepare(const std::string& jsonBytesText, BackgroundPopulate& ahead) {
+// The frame the transaction will arrive in gets its room now: joined piece by piece it grew by
+// doubling, a copy and a fresh mapping each time (~60 MiB more at 50k services than the text).
+// The syncer's count is the low one (nft_runner.cc): an eighth more covers the text measured.
+NftAnswer prepare(const std::string& jsonBytesText, BackgroundPopulate& ahead, std::string& frame) {
   NftAnswer a;
   a.ok = true;
   char* end = nullptr;
   errno = 0;
   const unsigned long long jsonBytes = std::strtoull(jsonBytesText.c_str(), &end, 10);
   if (jsonBytesText.empty() || *end != '\0' || errno == ERANGE) return a;
-  if (jsonBytes > kPopulateAboveJsonBytes) ahead.start(heapToPopulateFor(jsonBytes));
+  if (jsonBytes <= kPopulateAboveJsonBytes || jsonBytes > kMaxRequestBytes) return a;
+  frame.reserve(jsonBytes + jsonBytes / 8);
+  ahead.start(heapToPopulateFor(jsonBytes));
   return a;
 }
 
@@ -187,33 +193,37 @@ int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
                  << refuse;
   Contexts contexts(refuse ? refuse : "");
   contexts.warm();
-  std::string frame, buffer;
-  NftOp op;
+  std::string frame;
   BackgroundPopulate background;  // announced (a Prepare request)
   BackgroundPopulate rest;        // what a request needs beyond its announcement
   while (readFrame(kFd, &frame, kMaxRequestBytes)) {
     NftAnswer a;
     bool populated = false;
-    if (!decodeNftRequest(frame, &op, &buffer)) {
+    const std::optional<NftOp> op = decodeNftRequestOp(frame);
+    const std::string_view text = op ? requestText(frame) : std::string_view();
+    if (!op) {
       a.error = "nft helper: malformed request";
-    } else if (op == NftOp::Prepare) {
-      a = prepare(buffer, background);
+    } else if (*op == NftOp::Prepare) {
+      const std::string jsonBytesText(text);
+      a = prepare(jsonBytesText, background, frame);
     } else {
       // Unannounced, or announced well short of its size (the syncer counts low, and counts no
       // per-port chains): the whole heap it needs is made present beside the parse too, from a
       // new top past the request's own buffers; the pages made present already are skipped.
       // (Short by less, the last pages fault in as the parse reaches them.)
-      const size_t needed = (op == NftOp::Commit || op == NftOp::Check) && buffer.size() > kPopulateAboveJsonBytes
-                                ? heapToPopulateFor(buffer.size())
+      const size_t needed = (*op == NftOp::Commit || *op == NftOp::Check) && text.size() > kPopulateAboveJsonBytes
+                                ? heapToPopulateFor(text.size())
                                 : 0;
       if (needed > background.planned() + needed / 4) rest.start(needed);
       const auto requestFrom = std::chrono::steady_clock::now();
-      a = contexts.run(op, buffer);
+      a = contexts.run(*op, text);
       // Before the answer and the heap's release: a trim beside a populate would keep pages.
       populated = finishAhead(background, requestFrom) > 0;
-      populated = finishRest(rest, requestFrom, buffer.size()) || populated;
+      populated = finishRest(rest, requestFrom, text.size()) || populated;
     }
     if (!writeFrame(kFd, encodeNftAnswer(a))) return 1;
+    // A big transaction's frame goes with the heap it used, not kept for the next small request.
+    if (frame.capacity() > kPopulateAboveJsonBytes && (!op || *op != NftOp::Prepare)) std::string().swap(frame);
     if (populated) releasePopulatedHeap();  // after the answer: the daemon goes on meanwhile
   }
   return 0;  // EOF: the daemon closed its end
@@ -225,13 +235,11 @@ void putU32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>
 
 std::string encodeNftRequest(NftOp op, const std::string& buffer) { return static_cast<char>(op) + buffer; }
 
-bool decodeNftRequest(const std::string& frame, NftOp* op, std::string* buffer) {
-  if (frame.empty()) return false;
+std::optional<NftOp> decodeNftRequestOp(const std::string& frame) {
+  if (frame.empty()) return std::nullopt;
   char c = frame[0];
-  if (c != 'c' && c != 'l' && c != 'n' && c != 'k' && c != 'p') return false;
-  *op = static_cast<NftOp>(c);
-  buffer->assign(frame, 1, std::string::npos);
-  return true;
+  if (c != 'c' && c != 'l' && c != 'n' && c != 'k' && c != 'p') return std::nullopt;
+  return static_cast<NftOp>(c);
 }
 
 // ok byte, error length, error, output

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,7 +38,12 @@ struct NftAnswer {
 };
 
 std::string encodeNftRequest(NftOp op, const std::string& buffer);
-bool decodeNftRequest(const std::string& frame, NftOp* op, std::string* buffer);
+// A request's op, or nullopt for a malformed frame. Its text is read in place (requestText): at 50k
+// services a copy was 40 MB of fresh memory between the last piece and the parse.
+std::optional<NftOp> decodeNftRequestOp(const std::string& frame);
+// The text after the op byte; data() is NUL-terminated (the frame's own terminator), as
+// libnftables wants it.
+inline std::string_view requestText(const std::string& frame) { return std::string_view(frame).substr(1); }
 std::string encodeNftAnswer(const NftAnswer& a);
 std::optional<NftAnswer> decodeNftAnswer(const std::string& frame);
 
