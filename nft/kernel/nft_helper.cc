@@ -132,20 +132,26 @@ bool parseScopeArg(const std::string& arg, ScopedTable* out) {
 
 // A Prepare request: the heap for the announced transaction, made present in the background
 // while the daemon renders and the transaction is read in. Only a hint: the answer is always ok.
-// The frame the transaction will arrive in gets its room now: joined piece by piece it grew by
-// doubling, a copy and a fresh mapping each time (~60 MiB more at 50k services than the text).
-// The syncer's count is the low one (nft_runner.cc): an eighth more covers the text measured.
-NftAnswer prepare(const std::string& jsonBytesText, BackgroundPopulate& ahead, std::string& frame) {
-  NftAnswer a;
-  a.ok = true;
+// Returns the announced JSON bytes when they are worth a populate (and the frame some room).
+std::optional<size_t> prepare(std::string_view jsonBytesText, BackgroundPopulate& ahead) {
+  const std::string digits(jsonBytesText);
   char* end = nullptr;
   errno = 0;
-  const unsigned long long jsonBytes = std::strtoull(jsonBytesText.c_str(), &end, 10);
-  if (jsonBytesText.empty() || *end != '\0' || errno == ERANGE) return a;
-  if (jsonBytes <= kPopulateAboveJsonBytes || jsonBytes > kMaxRequestBytes) return a;
-  frame.reserve(jsonBytes + jsonBytes / 8);
+  const unsigned long long jsonBytes = std::strtoull(digits.c_str(), &end, 10);
+  if (digits.empty() || *end != '\0' || errno == ERANGE) return std::nullopt;
+  if (jsonBytes <= kPopulateAboveJsonBytes || jsonBytes > kMaxRequestBytes) return std::nullopt;
   ahead.start(heapToPopulateFor(jsonBytes));
-  return a;
+  return static_cast<size_t>(jsonBytes);
+}
+
+// The frame's room for the next request, once this one is answered (its text lives in the
+// frame until then). Announced: room for the whole text now, since joined piece by piece it grew
+// by doubling, a copy and a fresh mapping each time (~60 MiB more than the text at 50k
+// services); the syncer's count is the low one (nft_runner.cc), and an eighth more covers the
+// texts measured. Otherwise a big frame goes with the heap its transaction used.
+void roomForNext(std::string& frame, std::optional<size_t> announcedJsonBytes) {
+  if (announcedJsonBytes) frame.reserve(*announcedJsonBytes + *announcedJsonBytes / 8);
+  else if (frame.capacity() > kPopulateAboveJsonBytes) std::string().swap(frame);
 }
 
 // After the request that came next: the background populate a Prepare started is over. The
@@ -199,13 +205,14 @@ int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
   while (readFrame(kFd, &frame, kMaxRequestBytes)) {
     NftAnswer a;
     bool populated = false;
+    std::optional<size_t> announced;
     const std::optional<NftOp> op = decodeNftRequestOp(frame);
     const std::string_view text = op ? requestText(frame) : std::string_view();
     if (!op) {
       a.error = "nft helper: malformed request";
     } else if (*op == NftOp::Prepare) {
-      const std::string jsonBytesText(text);
-      a = prepare(jsonBytesText, background, frame);
+      announced = prepare(text, background);
+      a.ok = true;
     } else {
       // Unannounced, or announced well short of its size (the syncer counts low, and counts no
       // per-port chains): the whole heap it needs is made present beside the parse too, from a
@@ -222,8 +229,7 @@ int serve(pid_t daemon, const std::vector<ScopedTable>& scope) {
       populated = finishRest(rest, requestFrom, text.size()) || populated;
     }
     if (!writeFrame(kFd, encodeNftAnswer(a))) return 1;
-    // A big transaction's frame goes with the heap it used, not kept for the next small request.
-    if (frame.capacity() > kPopulateAboveJsonBytes && (!op || *op != NftOp::Prepare)) std::string().swap(frame);
+    roomForNext(frame, announced);
     if (populated) releasePopulatedHeap();  // after the answer: the daemon goes on meanwhile
   }
   return 0;  // EOF: the daemon closed its end
