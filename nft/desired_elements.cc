@@ -10,7 +10,7 @@ constexpr uint64_t kIndexMask = 0xffffffffu;
 }  // namespace
 
 bool KeyedElements::add(const Element& e, const PartPtr& part) {
-  if ((items_.size() + 1) * 2 > slots_.size()) grow();
+  if ((items_.size() + 1) * 2 > slots_.size()) rehash(slots_.empty() ? 16 : slots_.size() * 2);
   const std::string_view key = e.key();
   const uint32_t h = hashOf(key);
   const size_t mask = slots_.size() - 1;
@@ -37,10 +37,17 @@ const OwnedElement* KeyedElements::find(std::string_view keyJson) const {
   }
 }
 
-void KeyedElements::grow() {
+void KeyedElements::reserve(size_t n) {
+  items_.reserve(n);
+  size_t slots = 16;
+  while ((n + 1) * 2 > slots) slots *= 2;  // add()'s bound: at most half full
+  if (slots > slots_.size()) rehash(slots);
+}
+
+void KeyedElements::rehash(size_t slots) {
   std::vector<uint64_t> old;
   old.swap(slots_);
-  slots_.assign(old.empty() ? 16 : old.size() * 2, 0);
+  slots_.assign(slots, 0);
   const size_t mask = slots_.size() - 1;
   for (uint64_t s : old) {
     if (s == 0) continue;
@@ -54,6 +61,23 @@ DesiredElements desiredElements(const Table& t) {
   DesiredElements out;
   // Consecutive elements of a Part are mostly of one set: remember the last one's entry.
   const std::string* lastName = nullptr;
+  // Counted first, so that each set's vector and table are sized once instead of grown by
+  // doubling (at 50k services ~550k elements: ~17 MB less fresh memory, and no rehashes).
+  {
+    std::map<std::string_view, size_t> counts;
+    size_t* count = nullptr;
+    for (const auto& [owner, part] : t.parts)
+      for (const Element& e : part->elements) {
+        const std::string& name = e.set.str();
+        if (&name != lastName) {
+          lastName = &name;
+          count = &counts[name];
+        }
+        ++*count;
+      }
+    for (const auto& [name, n] : counts) out[name].reserve(n);
+    lastName = nullptr;
+  }
   KeyedElements* last = nullptr;
   for (const auto& [owner, part] : t.parts)
     for (const Element& e : part->elements) {

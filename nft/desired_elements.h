@@ -27,11 +27,13 @@ class KeyedElements {
  public:
   // False (and nothing added) when the key is already there.
   bool add(const Element& e, const PartPtr& part);
+  // Room for `n` elements: added up to that many, the vector and the table are not grown again.
+  void reserve(size_t n);
   const OwnedElement* find(std::string_view keyJson) const;
   const std::vector<OwnedElement>& all() const { return items_; }
 
  private:
-  void grow();
+  void rehash(size_t slots);
   std::vector<OwnedElement> items_;
   // Power-of-two table at most half full; an entry is (hash << 32) | (index into items_ + 1), 0 empty.
   std::vector<uint64_t> slots_;

@@ -31,18 +31,24 @@ std::string indexKey(const Table& t, const std::string& set, std::string_view ke
 // cold load is cheapest with rules first), element deletes before the chains they point at.
 struct Phases {
   Transaction tables, dropStale, sets, addChains, flushChains, rules, delElems, addElems, delChains, delSets;
-  // Moves, not copies: a cold sync carries ~240k operations at 10k services.
-  // The joined transaction is sized once, and each phase's buffer goes as soon as it is moved.
+  // Moves, not copies: a cold sync carries ~240k operations at 10k services. The element adds'
+  // buffer becomes the joined transaction's when it has room for every phase (reserveElementAdds);
+  // each other phase's buffer goes as soon as it is moved.
   Transaction join() && {
-    const std::initializer_list<Transaction*> all = {&tables,   &dropStale, &sets,      &addChains, &flushChains,
-                                                     &rules,    &delElems,  &addElems, &delChains, &delSets};
-    size_t n = 0;
-    for (Transaction* p : all) n += p->size();
-    Transaction t;
-    t.reserve(n);
-    for (Transaction* p : all) t.append(std::move(*p));
-    return t;
+    return Transaction::joined(
+        {&tables, &dropStale, &sets, &addChains, &flushChains, &rules, &delElems, &addElems, &delChains, &delSets});
   }
+  // Room in the element adds for `more` of them and for every other phase's operations, with some
+  // to spare for what the plan adds to the other phases after this call (another table's
+  // declarations and chains, deletes), so that join() keeps this buffer.
+  void reserveElementAdds(size_t more) {
+    size_t needed = addElems.size() + more;
+    for (const Transaction* p : {&tables, &dropStale, &sets, &addChains, &flushChains, &rules, &delElems, &delChains,
+                                 &delSets})
+      needed += p->size();
+    if (needed > addElems.capacity()) addElems.reserve(needed + kJoinRoom);
+  }
+  static constexpr size_t kJoinRoom = 4096;
 };
 
 // `owner`: the Part the chain belongs to; operations point into it instead of copying.
@@ -293,7 +299,7 @@ Plan planReconcile(const std::vector<ListedTable>& kernel, const Ruleset& to) {
         }
       }
     }
-    ph.addElems.reserve(ph.addElems.size() + elementCount(wantElements));
+    ph.reserveElementAdds(elementCount(wantElements));
     for (const auto& [setName, elems] : wantElements) {
       auto ks = k.sets.find(setName);
       const bool emptyInKernel = ks == k.sets.end() || ks->second.elements.empty();  // a cold start
@@ -340,7 +346,7 @@ Plan planFull(const std::vector<ListedTable>& kernel, const Ruleset& to) {
       if (d.typeofSpec.empty()) ph.sets.addSet(tt.family, tt.name, d);
     for (const auto& [name, c] : wantChains) addChainWithRules(ph, tt, *c, *c.part);
     const DesiredElements wantElements = desiredElements(tt);
-    ph.addElems.reserve(ph.addElems.size() + elementCount(wantElements));
+    ph.reserveElementAdds(elementCount(wantElements));
     for (const auto& [setName, elems] : wantElements)
       for (const OwnedElement& e : elems.all()) ph.addElems.addElement(tt.family, tt.name, *e.element, *e.part);
   }

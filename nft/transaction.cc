@@ -136,6 +136,36 @@ void Transaction::append(Transaction&& other) {
 
 void Transaction::reserve(size_t ops) { ops_.reserve(ops); }
 
+Transaction Transaction::joined(std::initializer_list<Transaction*> parts) {
+  size_t total = 0;
+  Transaction* biggest = nullptr;
+  for (Transaction* p : parts) {
+    total += p->size();
+    if (!biggest || p->size() > biggest->size()) biggest = p;
+  }
+  Transaction out;
+  if (!biggest || biggest->capacity() < total) {
+    out.reserve(total);
+    for (Transaction* p : parts) out.append(std::move(*p));
+    return out;
+  }
+  auto it = parts.begin();
+  size_t frontSize = 0;
+  for (auto f = it; *f != biggest; ++f) frontSize += (*f)->size();
+  std::vector<Op> front;
+  front.reserve(frontSize);
+  for (; *it != biggest; ++it) {
+    std::move((*it)->ops_.begin(), (*it)->ops_.end(), std::back_inserter(front));
+    std::vector<Op>().swap((*it)->ops_);
+  }
+  out.ops_ = std::move(biggest->ops_);
+  biggest->ops_.clear();
+  // Within the capacity: the operations already there move up in place, no new buffer.
+  out.ops_.insert(out.ops_.begin(), std::make_move_iterator(front.begin()), std::make_move_iterator(front.end()));
+  for (++it; it != parts.end(); ++it) out.append(std::move(**it));
+  return out;
+}
+
 std::string Transaction::toJson() const {
   std::string out;
   writeJson(out, SIZE_MAX, nullptr);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,12 @@ class Transaction {
   void deleteElement(Family f, const std::string& table, const Element& e, Keeper keep = nullptr);
   void append(Transaction&& other);
   void reserve(size_t ops);
+  size_t capacity() const { return ops_.capacity(); }
+  // `parts` in order, as one transaction; each part is left empty. The biggest part's buffer is
+  // kept when it has room for all (a cold sync's element adds: ~550k operations at 50k services,
+  // 40 MB that a fresh buffer would take and fault in once more): the parts before it go in front
+  // of its operations, the ones after it behind. Otherwise one buffer of the total size.
+  static Transaction joined(std::initializer_list<Transaction*> parts);
 
   const std::vector<Op>& ops() const { return ops_; }
   size_t size() const { return ops_.size(); }

@@ -70,6 +70,29 @@ TEST_CASE("desired elements: every key is found through the table's growth, and 
   CHECK_FALSE(again.add(part.elements[0], t.parts.at("svc many")));
 }
 
+TEST_CASE("desired elements: a table sized ahead finds every key, and still grows past its size") {
+  std::vector<Element> many;
+  for (int s = 0; s < 40; ++s)
+    for (int n = 0; n < 25; ++n) many.push_back(slot(s, n));
+  const PartPtr part = partOf(many);
+  KeyedElements keyed;
+  keyed.reserve(600);
+  for (const Element& e : part->elements) CHECK(keyed.add(e, part));  // 1 000: past the 600 reserved
+  for (const Element& e : part->elements) CHECK_FALSE(keyed.add(e, part));
+  REQUIRE(keyed.all().size() == many.size());
+  for (size_t i = 0; i < many.size(); ++i) {
+    const OwnedElement* found = keyed.find(many[i].key());
+    REQUIRE(found);
+    CHECK(found->element == &part->elements[i]);
+  }
+  CHECK_FALSE(keyed.find(slot(40, 0).key()));
+  KeyedElements none;
+  none.reserve(0);
+  CHECK_FALSE(none.find(slot(1, 0).key()));
+  CHECK(none.add(part->elements[0], part));
+  CHECK(none.find(part->elements[0].key()));
+}
+
 TEST_CASE("plans against a listing add a shared key once and keep what the kernel holds") {
   Ruleset rs;
   rs.tables.push_back(Table{Family::IPv4, "kube-proxy", {}, {}, {}});

@@ -61,6 +61,53 @@ TEST_CASE("transaction JSON written in pieces is the JSON written whole") {
   }
 }
 
+namespace {
+// One phase each: a table, `n` element adds, a chain delete; their text in the order given.
+std::string textOf(std::initializer_list<const Transaction*> parts) {
+  std::string out;
+  for (const Transaction* p : parts) out += p->toText();
+  return out;
+}
+void addSlots(Transaction& t, int n) {
+  for (int i = 0; i < n; ++i)
+    t.addElement(Family::IPv4, "kube-proxy", setElement("cluster-ips", ex::addr("10.96.0." + std::to_string(i + 1))));
+}
+}  // namespace
+
+TEST_CASE("joined: the parts in order; the biggest one's buffer kept when it has room for all") {
+  Transaction tables, adds, deletes;
+  tables.addTable(Family::IPv4, "kube-proxy");
+  tables.addTable(Family::IPv6, "kube-proxy");
+  adds.reserve(16);
+  addSlots(adds, 10);
+  deletes.deleteChain(Family::IPv4, "kube-proxy", "old");
+  const std::string want = textOf({&tables, &adds, &deletes});
+  const Op* buffer = adds.ops().data();
+  Transaction j = Transaction::joined({&tables, &adds, &deletes});
+  CHECK(j.toText() == want);
+  CHECK(j.size() == 13);
+  CHECK(j.ops().data() == buffer);  // the 10 adds moved up in place, not into a new buffer
+  CHECK(tables.empty());
+  CHECK(adds.empty());
+  CHECK(deletes.empty());
+}
+
+TEST_CASE("joined: without room in the biggest part, one new buffer and the same order") {
+  Transaction tables, adds, deletes;
+  tables.addTable(Family::IPv4, "kube-proxy");
+  addSlots(adds, 4);
+  adds.reserve(4);  // exactly full: no room for the other two
+  deletes.deleteChain(Family::IPv4, "kube-proxy", "old");
+  deletes.deleteChain(Family::IPv4, "kube-proxy", "older");
+  REQUIRE(adds.capacity() < 7);
+  const std::string want = textOf({&tables, &adds, &deletes});
+  Transaction j = Transaction::joined({&tables, &adds, &deletes});
+  CHECK(j.toText() == want);
+  CHECK(j.size() == 7);
+  Transaction none = Transaction::joined({&tables, &adds});
+  CHECK(none.empty());
+}
+
 TEST_CASE("an operation stays small and still reads what it points at") {
   // ~550k operations in a cold sync at 50k services: 144 bytes each was ~80 MB of the daemon's peak.
   CHECK(sizeof(Op) <= 72);
