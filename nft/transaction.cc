@@ -144,7 +144,9 @@ Transaction Transaction::joined(std::initializer_list<Transaction*> parts) {
     if (!biggest || p->size() > biggest->size()) biggest = p;
   }
   Transaction out;
-  if (!biggest || biggest->capacity() < total) {
+  // Kept only when its spare room is no more than it holds: a plan that reserved for a cold start
+  // and found the kernel's table nearly whole does not hand on a mostly empty buffer.
+  if (!biggest || biggest->capacity() < total || biggest->capacity() > 2 * total) {
     out.reserve(total);
     for (Transaction* p : parts) out.append(std::move(*p));
     return out;

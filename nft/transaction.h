@@ -62,9 +62,10 @@ class Transaction {
   void reserve(size_t ops);
   size_t capacity() const { return ops_.capacity(); }
   // `parts` in order, as one transaction; each part is left empty. The biggest part's buffer is
-  // kept when it has room for all (a cold sync's element adds: ~550k operations at 50k services,
-  // 40 MB that a fresh buffer would take and fault in once more): the parts before it go in front
-  // of its operations, the ones after it behind. Otherwise one buffer of the total size.
+  // kept when it has room for all and no more than twice that (a cold sync's element adds: ~550k
+  // operations at 50k services, 40 MB that a fresh buffer would take and fault in once more): the
+  // parts before it go in front of its operations, the ones after it behind. Otherwise one buffer
+  // of the total size.
   static Transaction joined(std::initializer_list<Transaction*> parts);
 
   const std::vector<Op>& ops() const { return ops_; }

@@ -108,6 +108,19 @@ TEST_CASE("joined: without room in the biggest part, one new buffer and the same
   CHECK(none.empty());
 }
 
+TEST_CASE("joined: a biggest part with far more room than the whole is not kept") {
+  Transaction tables, adds;
+  tables.addTable(Family::IPv4, "kube-proxy");
+  adds.reserve(1000);  // reserved for a cold start; the kernel held nearly everything
+  addSlots(adds, 3);
+  const std::string want = textOf({&tables, &adds});
+  const Op* buffer = adds.ops().data();
+  Transaction j = Transaction::joined({&tables, &adds});
+  CHECK(j.toText() == want);
+  CHECK(j.ops().data() != buffer);
+  CHECK(j.capacity() < 1000);
+}
+
 TEST_CASE("an operation stays small and still reads what it points at") {
   // ~550k operations in a cold sync at 50k services: 144 bytes each was ~80 MB of the daemon's peak.
   CHECK(sizeof(Op) <= 72);
